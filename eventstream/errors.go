@@ -1,0 +1,111 @@
+package eventstream
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrPayloadTooLarge reports a message whose payload exceeds the
+	// decoder's MaxPayloadLen, or an encoded message whose payload exceeds
+	// MaxPayloadLen.
+	ErrPayloadTooLarge = errors.New("eventstream: payload too large")
+
+	// ErrHeadersTooLarge reports a header block longer than MaxHeadersLen.
+	ErrHeadersTooLarge = errors.New("eventstream: headers too large")
+
+	// ErrInvalidLength reports a prelude whose lengths are inconsistent:
+	// a total length below the 16-byte minimum, or a header length that does
+	// not fit in the total length.
+	ErrInvalidLength = errors.New("eventstream: invalid message length")
+
+	// ErrInvalidHeader reports a malformed header: an empty or over-long
+	// name, an unknown value type, a value that runs past the header block,
+	// or a value too long to encode.
+	ErrInvalidHeader = errors.New("eventstream: invalid header")
+
+	// ErrSignatureMismatch reports an envelope whose :chunk-signature does
+	// not match the one computed by a [Verifier].
+	ErrSignatureMismatch = errors.New("eventstream: signature mismatch")
+
+	// ErrStreamEnded reports an envelope received after the end frame.
+	ErrStreamEnded = errors.New("eventstream: message after end of stream")
+)
+
+// LengthError reports a length in a prelude that breaks a limit. It matches
+// one of [ErrPayloadTooLarge], [ErrHeadersTooLarge] or [ErrInvalidLength]
+// through errors.Is.
+type LengthError struct {
+	Err    error // the sentinel this error matches
+	Length int64 // the length found in the prelude
+	Limit  int64 // the limit it breaks
+}
+
+func (e *LengthError) Error() string {
+	return fmt.Sprintf("%v: %d (limit %d)", e.Err, e.Length, e.Limit)
+}
+
+// Unwrap returns the sentinel error.
+func (e *LengthError) Unwrap() error { return e.Err }
+
+// Checksum names one of the two CRC32 checksums of a message.
+type Checksum uint8
+
+const (
+	// PreludeChecksum covers the 8 length bytes at the start of a message.
+	PreludeChecksum Checksum = iota + 1
+	// MessageChecksum covers every byte of a message before it.
+	MessageChecksum
+)
+
+func (c Checksum) String() string {
+	if c == PreludeChecksum {
+		return "prelude"
+	}
+	return "message"
+}
+
+// ChecksumError reports a CRC32 mismatch.
+type ChecksumError struct {
+	Checksum Checksum // which checksum failed
+	Want     uint32   // the value carried by the message
+	Got      uint32   // the value computed over the received bytes
+}
+
+func (e *ChecksumError) Error() string {
+	return fmt.Sprintf("eventstream: %v checksum mismatch: message has %#08x, computed %#08x", e.Checksum, e.Want, e.Got)
+}
+
+// HeaderError reports a malformed header. It matches [ErrInvalidHeader].
+type HeaderError struct {
+	Offset int    // byte offset of the header within the header block
+	Name   string // the header name, when it could be read
+	Reason string
+}
+
+func (e *HeaderError) Error() string {
+	if e.Name != "" {
+		return fmt.Sprintf("eventstream: invalid header %q at offset %d: %s", e.Name, e.Offset, e.Reason)
+	}
+	return fmt.Sprintf("eventstream: invalid header at offset %d: %s", e.Offset, e.Reason)
+}
+
+// Is reports whether target is [ErrInvalidHeader].
+func (e *HeaderError) Is(target error) bool { return target == ErrInvalidHeader }
+
+// SignatureError reports an envelope that failed verification. It matches
+// [ErrSignatureMismatch] when the signature is wrong, and wraps the cause
+// when the envelope is malformed (for example, a missing :date header).
+// The signatures themselves are never included in the message.
+type SignatureError struct {
+	Index  int // zero-based position of the envelope in the chain
+	Reason string
+	Err    error
+}
+
+func (e *SignatureError) Error() string {
+	return fmt.Sprintf("eventstream: envelope %d: %s", e.Index, e.Reason)
+}
+
+// Unwrap returns the underlying cause.
+func (e *SignatureError) Unwrap() error { return e.Err }

@@ -1,0 +1,197 @@
+package eventstream
+
+import (
+	"encoding/binary"
+	"strconv"
+)
+
+// Header is one named header value.
+type Header struct {
+	Name  string
+	Value Value
+}
+
+// Headers is the header list of a message, in wire order.
+type Headers []Header
+
+// Get returns the value of the last header named name. Repeated names are
+// not valid event-stream, and the last one wins, as in other AWS SDKs.
+func (h Headers) Get(name string) (Value, bool) {
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Name == name {
+			return h[i].Value, true
+		}
+	}
+	return Value{}, false
+}
+
+// Set replaces the value of the header named name, or appends it.
+func (h *Headers) Set(name string, v Value) {
+	for i := range *h {
+		if (*h)[i].Name == name {
+			(*h)[i].Value = v
+			return
+		}
+	}
+	*h = append(*h, Header{Name: name, Value: v})
+}
+
+// Del removes every header named name.
+func (h *Headers) Del(name string) {
+	out := (*h)[:0]
+	for _, x := range *h {
+		if x.Name != name {
+			out = append(out, x)
+		}
+	}
+	*h = out
+}
+
+// encodedLen returns the length of the encoded header block, or an error
+// for a header that cannot be encoded.
+func (h Headers) encodedLen() (int, error) {
+	n := 0
+	for i, x := range h {
+		if len(x.Name) == 0 || len(x.Name) > MaxNameLen {
+			return 0, &HeaderError{Offset: n, Name: x.Name, Reason: "name length " + strconv.Itoa(len(x.Name)) + " outside 1..255"}
+		}
+		vl := x.Value.encodedLen()
+		if vl < 0 {
+			return 0, &HeaderError{Offset: n, Name: h[i].Name, Reason: "cannot encode " + x.Value.Type.String() + " value of length " + strconv.Itoa(len(x.Value.Bytes))}
+		}
+		n += 1 + len(x.Name) + 1 + vl
+	}
+	return n, nil
+}
+
+// appendHeaders appends the encoded header block. The headers must have
+// been checked by encodedLen.
+func appendHeaders(dst []byte, h Headers) []byte {
+	for _, x := range h {
+		dst = append(dst, byte(len(x.Name)))
+		dst = append(dst, x.Name...)
+		dst = appendValue(dst, x.Value)
+	}
+	return dst
+}
+
+func appendValue(dst []byte, v Value) []byte {
+	dst = append(dst, byte(v.Type))
+	switch v.Type {
+	case TypeByte:
+		dst = append(dst, byte(v.Int))
+	case TypeInt16:
+		dst = binary.BigEndian.AppendUint16(dst, uint16(v.Int))
+	case TypeInt32:
+		dst = binary.BigEndian.AppendUint32(dst, uint32(v.Int))
+	case TypeInt64, TypeTimestamp:
+		dst = binary.BigEndian.AppendUint64(dst, uint64(v.Int))
+	case TypeBytes, TypeString:
+		dst = binary.BigEndian.AppendUint16(dst, uint16(len(v.Bytes)))
+		dst = append(dst, v.Bytes...)
+	case TypeUUID:
+		dst = append(dst, v.Bytes...)
+	}
+	return dst
+}
+
+// AppendHeaders appends the encoding of h (a header block, without prelude)
+// to dst. It is the form hashed for the :date header of a signed envelope.
+func AppendHeaders(dst []byte, h Headers) ([]byte, error) {
+	if _, err := h.encodedLen(); err != nil {
+		return dst, err
+	}
+	return appendHeaders(dst, h), nil
+}
+
+// decodeHeaders parses a header block into h (reusing its capacity). Value
+// bytes alias b. Names are interned through names when it is not nil.
+func decodeHeaders(b []byte, h Headers, names *nameCache) (Headers, error) {
+	h = h[:0]
+	off := 0
+	for off < len(b) {
+		start := off
+		nl := int(b[off])
+		off++
+		if nl == 0 {
+			return h, &HeaderError{Offset: start, Reason: "empty name"}
+		}
+		if off+nl+1 > len(b) {
+			return h, &HeaderError{Offset: start, Reason: "name runs past the header block"}
+		}
+		nameBytes := b[off : off+nl]
+		off += nl
+		var v Value
+		v.Type = ValueType(b[off])
+		off++
+		need := 0
+		switch v.Type {
+		case TypeBoolTrue, TypeBoolFalse:
+		case TypeByte:
+			need = 1
+		case TypeInt16:
+			need = 2
+		case TypeInt32:
+			need = 4
+		case TypeInt64, TypeTimestamp:
+			need = 8
+		case TypeUUID:
+			need = 16
+		case TypeBytes, TypeString:
+			if off+2 > len(b) {
+				return h, &HeaderError{Offset: start, Name: string(nameBytes), Reason: "value length runs past the header block"}
+			}
+			need = int(binary.BigEndian.Uint16(b[off:]))
+			off += 2
+		default:
+			return h, &HeaderError{Offset: start, Name: string(nameBytes), Reason: "unknown value type " + strconv.Itoa(int(v.Type))}
+		}
+		if off+need > len(b) {
+			return h, &HeaderError{Offset: start, Name: string(nameBytes), Reason: "value runs past the header block"}
+		}
+		val := b[off : off+need : off+need]
+		off += need
+		switch v.Type {
+		case TypeByte:
+			v.Int = int64(int8(val[0]))
+		case TypeInt16:
+			v.Int = int64(int16(binary.BigEndian.Uint16(val)))
+		case TypeInt32:
+			v.Int = int64(int32(binary.BigEndian.Uint32(val)))
+		case TypeInt64, TypeTimestamp:
+			v.Int = int64(binary.BigEndian.Uint64(val))
+		case TypeBytes, TypeString, TypeUUID:
+			v.Bytes = val
+		}
+		var name string
+		if names != nil {
+			name = names.intern(nameBytes)
+		} else {
+			name = string(nameBytes)
+		}
+		h = append(h, Header{Name: name, Value: v})
+	}
+	return h, nil
+}
+
+// nameCache interns header names so that decoding a stream whose messages
+// repeat the same names allocates no strings in steady state. It is bounded.
+type nameCache struct {
+	m map[string]string
+}
+
+const maxCachedNames = 256
+
+func (c *nameCache) intern(b []byte) string {
+	if s, ok := c.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if c.m == nil {
+		c.m = make(map[string]string)
+	}
+	if len(c.m) < maxCachedNames {
+		c.m[s] = s
+	}
+	return s
+}

@@ -1,0 +1,113 @@
+package eventstream
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+)
+
+const (
+	preludeLen = 12
+	// Overhead is the number of bytes a message adds around its headers
+	// and payload: the 12-byte prelude and the 4-byte message CRC.
+	Overhead = preludeLen + 4
+
+	// DefaultMaxPayloadLen is the largest payload accepted by default:
+	// 24 MiB, the limit of the event-stream specification.
+	DefaultMaxPayloadLen = 24 << 20
+	// DefaultMaxHeadersLen is the largest header block accepted by default:
+	// 128 KiB, the limit of the event-stream specification.
+	DefaultMaxHeadersLen = 128 << 10
+)
+
+var crcTable = crc32.MakeTable(crc32.IEEE)
+
+// Message is one event-stream message.
+type Message struct {
+	Headers Headers
+	Payload []byte
+}
+
+// Reset empties m, keeping its header capacity.
+func (m *Message) Reset() {
+	m.Headers = m.Headers[:0]
+	m.Payload = nil
+}
+
+// EncodedLen returns the size of m once encoded, or an error for a header
+// that cannot be encoded.
+func (m *Message) EncodedLen() (int, error) {
+	hl, err := m.Headers.encodedLen()
+	if err != nil {
+		return 0, err
+	}
+	return Overhead + hl + len(m.Payload), nil
+}
+
+// AppendMessage appends the encoding of m to dst and returns the extended
+// buffer. It grows dst at most once. A header that cannot be encoded (an
+// empty or over-long name, an over-long value, an unknown type) is a
+// [*HeaderError]; a header block or payload above the specification's
+// limits is a [*LengthError].
+func AppendMessage(dst []byte, m *Message) ([]byte, error) {
+	hl, err := m.Headers.encodedLen()
+	if err != nil {
+		return dst, err
+	}
+	if hl > DefaultMaxHeadersLen {
+		return dst, &LengthError{Err: ErrHeadersTooLarge, Length: int64(hl), Limit: DefaultMaxHeadersLen}
+	}
+	if len(m.Payload) > DefaultMaxPayloadLen {
+		return dst, &LengthError{Err: ErrPayloadTooLarge, Length: int64(len(m.Payload)), Limit: DefaultMaxPayloadLen}
+	}
+	total := Overhead + hl + len(m.Payload)
+	start := len(dst)
+	dst = grow(dst, total)
+	dst = appendPrelude(dst, total, hl)
+	dst = appendHeaders(dst, m.Headers)
+	dst = append(dst, m.Payload...)
+	return binary.BigEndian.AppendUint32(dst, crc32.Update(0, crcTable, dst[start:])), nil
+}
+
+// appendPrelude appends the total length, the header length and the prelude
+// CRC.
+func appendPrelude(dst []byte, total, headersLen int) []byte {
+	start := len(dst)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(total))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(headersLen))
+	return binary.BigEndian.AppendUint32(dst, crc32.Update(0, crcTable, dst[start:]))
+}
+
+// grow makes room for n more bytes in one step.
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	nb := make([]byte, len(b), len(b)+n+cap(b)/4)
+	copy(nb, b)
+	return nb
+}
+
+// An Encoder writes messages to an io.Writer, one Write call per message.
+// It reuses its buffer and is not safe for concurrent use.
+type Encoder struct {
+	w   io.Writer
+	buf []byte
+}
+
+// NewEncoder returns an Encoder writing to w.
+func NewEncoder(w io.Writer) *Encoder { return &Encoder{w: w} }
+
+// Encode writes the encoding of m.
+func (e *Encoder) Encode(m *Message) error {
+	b, err := AppendMessage(e.buf[:0], m)
+	if err != nil {
+		return err
+	}
+	e.buf = b
+	_, err = e.w.Write(b)
+	return err
+}
+
+// Reset makes e write to w, keeping its buffer.
+func (e *Encoder) Reset(w io.Writer) { e.w = w }
