@@ -1,0 +1,165 @@
+// Package wire holds the layout of SageMaker's bidirectional event
+// messages (WIRE.md §4.1 and §5.3), shared by the client in package bidi
+// and the test server in package biditest: PayloadPart events, modeled
+// exceptions and unmodeled error messages.
+package wire
+
+import (
+	"bytes"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+)
+
+// Header names.
+const (
+	MessageTypeHeader     = ":message-type"
+	EventTypeHeader       = ":event-type"
+	ContentTypeHeader     = ":content-type"
+	ExceptionTypeHeader   = ":exception-type"
+	ErrorCodeHeader       = ":error-code"
+	ErrorMessageHeader    = ":error-message"
+	DataTypeHeader        = "DataType"
+	CompletionStateHeader = "CompletionState"
+	PaddingHeader         = "P"
+)
+
+// Header values, as byte slices so that encoding allocates nothing. They
+// must not be modified.
+var (
+	MessageTypeEvent     = []byte("event")
+	MessageTypeException = []byte("exception")
+	MessageTypeError     = []byte("error")
+	EventTypePayloadPart = []byte("PayloadPart")
+	ContentTypeOctets    = []byte("application/octet-stream")
+	ContentTypeJSON      = []byte("application/json")
+	DataTypeUTF8         = []byte("UTF8")
+	DataTypeBinary       = []byte("BINARY")
+	CompletionPartial    = []byte("PARTIAL")
+	CompletionComplete   = []byte("COMPLETE")
+)
+
+// Part is one PayloadPart as headers and payload. DataType and
+// CompletionState hold the header values, or nil when the header is absent
+// (absent DataType means BINARY, absent CompletionState means COMPLETE).
+type Part struct {
+	Bytes           []byte
+	DataType        []byte
+	CompletionState []byte
+	Padding         []byte
+}
+
+// UTF8 reports whether the part is text.
+func (p *Part) UTF8() bool { return bytes.Equal(p.DataType, DataTypeUTF8) }
+
+// Complete reports whether the part ends a message.
+func (p *Part) Complete() bool { return !bytes.Equal(p.CompletionState, CompletionPartial) }
+
+// AppendPartHeaders appends the headers of a PayloadPart event to h in the
+// order the AWS SDKs use: DataType, CompletionState and P when set, then
+// :event-type, :message-type and :content-type. The values alias p.
+func AppendPartHeaders(h eventstream.Headers, p *Part) eventstream.Headers {
+	if len(p.DataType) > 0 {
+		h = append(h, eventstream.Header{Name: DataTypeHeader, Value: eventstream.StringBytesValue(p.DataType)})
+	}
+	if len(p.CompletionState) > 0 {
+		h = append(h, eventstream.Header{Name: CompletionStateHeader, Value: eventstream.StringBytesValue(p.CompletionState)})
+	}
+	if len(p.Padding) > 0 {
+		h = append(h, eventstream.Header{Name: PaddingHeader, Value: eventstream.StringBytesValue(p.Padding)})
+	}
+	h = append(h,
+		eventstream.Header{Name: EventTypeHeader, Value: eventstream.StringBytesValue(EventTypePayloadPart)},
+		eventstream.Header{Name: MessageTypeHeader, Value: eventstream.StringBytesValue(MessageTypeEvent)},
+		eventstream.Header{Name: ContentTypeHeader, Value: eventstream.StringBytesValue(ContentTypeOctets)},
+	)
+	return h
+}
+
+// Kind classifies a received message by its :message-type.
+type Kind uint8
+
+// Message kinds.
+const (
+	KindInvalid      Kind = iota // no or mistyped :message-type
+	KindPayloadPart              // event PayloadPart
+	KindUnknownEvent             // event of another :event-type
+	KindException                // modeled or unmodeled exception
+	KindError                    // unmodeled error
+	KindUnknown                  // another :message-type
+)
+
+// Classify returns the kind of m.
+func Classify(m *eventstream.Message) Kind {
+	mt, ok := stringHeader(m.Headers, MessageTypeHeader)
+	if !ok {
+		return KindInvalid
+	}
+	switch {
+	case bytes.Equal(mt, MessageTypeEvent):
+		if et, ok := stringHeader(m.Headers, EventTypeHeader); ok && bytes.Equal(et, EventTypePayloadPart) {
+			return KindPayloadPart
+		}
+		return KindUnknownEvent
+	case bytes.Equal(mt, MessageTypeException):
+		return KindException
+	case bytes.Equal(mt, MessageTypeError):
+		return KindError
+	}
+	return KindUnknown
+}
+
+// ParsePart reads the PayloadPart fields of m into p. The slices alias m.
+// Header values other than the modeled ones are an error: ok is false when
+// DataType or CompletionState holds a value outside the model's enum.
+func ParsePart(m *eventstream.Message, p *Part) (ok bool) {
+	*p = Part{Bytes: m.Payload}
+	p.DataType, _ = stringHeader(m.Headers, DataTypeHeader)
+	p.CompletionState, _ = stringHeader(m.Headers, CompletionStateHeader)
+	p.Padding, _ = stringHeader(m.Headers, PaddingHeader)
+	if p.DataType != nil && !bytes.Equal(p.DataType, DataTypeUTF8) && !bytes.Equal(p.DataType, DataTypeBinary) {
+		return false
+	}
+	if p.CompletionState != nil && !bytes.Equal(p.CompletionState, CompletionPartial) && !bytes.Equal(p.CompletionState, CompletionComplete) {
+		return false
+	}
+	return true
+}
+
+// String returns the value of a string header, or "" when absent.
+func String(m *eventstream.Message, name string) string {
+	v, _ := stringHeader(m.Headers, name)
+	return string(v)
+}
+
+func stringHeader(h eventstream.Headers, name string) ([]byte, bool) {
+	v, ok := h.Get(name)
+	if !ok || v.Type != eventstream.TypeString {
+		return nil, false
+	}
+	if v.Bytes == nil {
+		return []byte{}, true
+	}
+	return v.Bytes, true
+}
+
+// ExceptionHeaders returns the headers of an exception message of the
+// given type (for example "ModelStreamError") with a JSON payload.
+func ExceptionHeaders(exceptionType string) eventstream.Headers {
+	return eventstream.Headers{
+		{Name: ExceptionTypeHeader, Value: eventstream.StringValue(exceptionType)},
+		{Name: MessageTypeHeader, Value: eventstream.StringBytesValue(MessageTypeException)},
+		{Name: ContentTypeHeader, Value: eventstream.StringBytesValue(ContentTypeJSON)},
+	}
+}
+
+// ErrorHeaders returns the headers of an unmodeled error message.
+func ErrorHeaders(code, message string) eventstream.Headers {
+	h := eventstream.Headers{{Name: MessageTypeHeader, Value: eventstream.StringBytesValue(MessageTypeError)}}
+	if code != "" {
+		h = append(h, eventstream.Header{Name: ErrorCodeHeader, Value: eventstream.StringValue(code)})
+	}
+	if message != "" {
+		h = append(h, eventstream.Header{Name: ErrorMessageHeader, Value: eventstream.StringValue(message)})
+	}
+	return h
+}
