@@ -1,0 +1,167 @@
+package bidi
+
+import (
+	"context"
+	"net/http"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+)
+
+// ServiceID is the service's sdkId, "SageMaker Runtime HTTP2". It names the
+// service in aws.Config.ServiceOptions callbacks and, normalised, in the
+// service-specific endpoint settings (AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2,
+// or sagemaker_runtime_http2 in a shared config services section).
+const ServiceID = "SageMaker Runtime HTTP2"
+
+// envServiceEndpoint is the service-specific endpoint variable, and
+// envGlobalEndpoint the one for all services.
+const (
+	envServiceEndpoint = "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2"
+	envGlobalEndpoint  = "AWS_ENDPOINT_URL"
+)
+
+// The aws-sdk-go-v2 config package exposes these settings through
+// cfg.ConfigSources (its EnvConfig, SharedConfig and LoadOptions). They are
+// matched by method set, as generated service clients do, so no internal
+// package is imported.
+type (
+	serviceBaseEndpointProvider interface {
+		GetServiceBaseEndpoint(ctx context.Context, sdkID string) (string, bool, error)
+	}
+	ignoreConfiguredEndpointsProvider interface {
+		GetIgnoreConfiguredEndpoints(ctx context.Context) (bool, bool, error)
+	}
+	useFIPSEndpointProvider interface {
+		GetUseFIPSEndpoint(ctx context.Context) (aws.FIPSEndpointState, bool, error)
+	}
+	useDualStackEndpointProvider interface {
+		GetUseDualStackEndpoint(ctx context.Context) (aws.DualStackEndpointState, bool, error)
+	}
+)
+
+// resolveOptions builds a client's Options from cfg the way aws-sdk-go-v2
+// service clients do, then applies cfg.ServiceOptions and optFns in order,
+// then fills defaults (see Options.setDefaults):
+//
+//   - Region, Logger, ClientLogMode, AppID, RetryMaxAttempts from cfg;
+//   - Credentials from cfg (wrapped in aws.CredentialsCache after optFns
+//     unless already one);
+//   - HTTPClient only if cfg.HTTPClient is an *http.Client (the config
+//     package's default BuildableClient is not used: this package builds an
+//     HTTP/2 client with health checks instead);
+//   - BaseEndpoint from cfg.BaseEndpoint, overridden by the
+//     service-specific endpoint from cfg.ConfigSources, except that a set
+//     AWS_ENDPOINT_URL without AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2
+//     keeps cfg.BaseEndpoint (the global variable outranks the shared
+//     config file); ignore_configured_endpoints disables the lookup;
+//   - UseFIPSEndpoint and UseDualStackEndpoint from cfg.ConfigSources.
+//
+// Errors from config sources are ignored, as in generated clients: the
+// setting is treated as absent.
+func resolveOptions(cfg aws.Config, optFns ...func(*Options)) Options {
+	o := Options{
+		Region:           cfg.Region,
+		Credentials:      cfg.Credentials,
+		Logger:           cfg.Logger,
+		ClientLogMode:    cfg.ClientLogMode,
+		AppID:            cfg.AppID,
+		RetryMaxAttempts: cfg.RetryMaxAttempts,
+	}
+	if hc, ok := cfg.HTTPClient.(*http.Client); ok {
+		o.HTTPClient = hc
+	}
+	ctx := context.Background()
+	resolveBaseEndpoint(ctx, cfg, &o)
+	if v, ok := resolveFIPS(ctx, cfg.ConfigSources); ok {
+		o.UseFIPSEndpoint = v
+	}
+	if v, ok := resolveDualStack(ctx, cfg.ConfigSources); ok {
+		o.UseDualStackEndpoint = v
+	}
+	for _, fn := range cfg.ServiceOptions {
+		fn(ServiceID, &o)
+	}
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	o = o.Copy()
+	o.setDefaults()
+	return o
+}
+
+func resolveBaseEndpoint(ctx context.Context, cfg aws.Config, o *Options) {
+	if cfg.BaseEndpoint != nil {
+		s := *cfg.BaseEndpoint
+		o.BaseEndpoint = &s
+	}
+	_, global := os.LookupEnv(envGlobalEndpoint)
+	_, service := os.LookupEnv(envServiceEndpoint)
+	if global && !service {
+		return
+	}
+	if v, ok := resolveServiceBaseEndpoint(ctx, cfg.ConfigSources); ok {
+		o.BaseEndpoint = &v
+	}
+}
+
+// resolveServiceBaseEndpoint returns the first service-specific endpoint
+// found in sources, unless a source says to ignore configured endpoints.
+func resolveServiceBaseEndpoint(ctx context.Context, sources []any) (string, bool) {
+	for _, s := range sources {
+		if p, ok := s.(ignoreConfiguredEndpointsProvider); ok {
+			v, found, err := p.GetIgnoreConfiguredEndpoints(ctx)
+			if err != nil {
+				break
+			}
+			if found {
+				if v {
+					return "", false
+				}
+				break
+			}
+		}
+	}
+	for _, s := range sources {
+		if p, ok := s.(serviceBaseEndpointProvider); ok {
+			v, found, err := p.GetServiceBaseEndpoint(ctx, ServiceID)
+			if err != nil {
+				return "", false
+			}
+			if found && v != "" {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+func resolveFIPS(ctx context.Context, sources []any) (aws.FIPSEndpointState, bool) {
+	for _, s := range sources {
+		if p, ok := s.(useFIPSEndpointProvider); ok {
+			v, found, err := p.GetUseFIPSEndpoint(ctx)
+			if err != nil {
+				return 0, false
+			}
+			if found {
+				return v, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func resolveDualStack(ctx context.Context, sources []any) (aws.DualStackEndpointState, bool) {
+	for _, s := range sources {
+		if p, ok := s.(useDualStackEndpointProvider); ok {
+			v, found, err := p.GetUseDualStackEndpoint(ctx)
+			if err != nil {
+				return 0, false
+			}
+			if found {
+				return v, true
+			}
+		}
+	}
+	return 0, false
+}

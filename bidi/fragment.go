@@ -1,0 +1,196 @@
+package bidi
+
+import "iter"
+
+// splitter cuts one Message into the parts Send puts on the wire: PARTIAL
+// parts of exactly max bytes followed by one COMPLETE part with the rest.
+// An empty message is a single COMPLETE part with no payload. Part.Data
+// aliases the message's Data; nothing is copied or allocated.
+//
+//	s := newSplitter(msg, maxPart)
+//	for p, ok := s.next(); ok; p, ok = s.next() { ... }
+type splitter struct {
+	rest []byte
+	typ  DataType
+	max  int
+	done bool
+}
+
+// newSplitter returns a splitter over m. maxPart <= 0 means
+// DefaultMaxPartSize.
+func newSplitter(m Message, maxPart int) splitter {
+	if maxPart <= 0 {
+		maxPart = DefaultMaxPartSize
+	}
+	return splitter{rest: m.Data, typ: m.Type, max: maxPart}
+}
+
+// next returns the next part, or ok=false after the COMPLETE part.
+func (s *splitter) next() (p Part, ok bool) {
+	if s.done {
+		return Part{}, false
+	}
+	if len(s.rest) > s.max {
+		p = Part{Data: s.rest[:s.max:s.max], Type: s.typ}
+		s.rest = s.rest[s.max:]
+		return p, true
+	}
+	s.done = true
+	p = Part{Data: s.rest, Type: s.typ, Complete: true}
+	s.rest = nil
+	return p, true
+}
+
+// fragments returns an iterator over the parts of m (see splitter).
+func fragments(m Message, maxPart int) iter.Seq[Part] {
+	return func(yield func(Part) bool) {
+		s := newSplitter(m, maxPart)
+		for p, ok := s.next(); ok; p, ok = s.next() {
+			if !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// partCount returns how many parts a message of n bytes takes with parts
+// of at most maxPart bytes (at least one).
+func partCount(n, maxPart int) int {
+	if maxPart <= 0 {
+		maxPart = DefaultMaxPartSize
+	}
+	if n <= maxPart {
+		return 1
+	}
+	return (n + maxPart - 1) / maxPart
+}
+
+// reassemblyRetain bounds the capacity of the accumulation buffer a
+// reassembler keeps between messages; larger buffers are released once
+// their message has been delivered.
+const reassemblyRetain = 256 << 10
+
+// reassembler joins received PARTIAL…COMPLETE parts into whole messages.
+//
+// Rules:
+//   - A COMPLETE part with no PARTIAL before it is a whole message.
+//   - The first part's DataType is the message's type; a different
+//     DataType on a later part of the same message is ignored (WebSocket
+//     continuation frames carry no type of their own, so the first frame's
+//     type is the message's type).
+//   - Part data is copied: a received Part's Data aliases the decoder's
+//     buffer and is only valid until the next decode.
+//   - A message whose size would exceed max is dropped: add returns a
+//     *MessageTooLargeError once, at the part that crosses the bound, then
+//     silently discards the message's remaining parts up to and including
+//     its COMPLETE part. The accumulated bytes never exceed max.
+//   - The returned Message owns its Data.
+//
+// The accumulation buffer is reused across messages while its capacity
+// stays at or below reassemblyRetain. The zero value is not ready; use
+// newReassembler. A reassembler is not safe for concurrent use.
+type reassembler struct {
+	max      int
+	buf      []byte
+	typ      DataType
+	active   bool // a PARTIAL part has started a message
+	skipping bool // discarding the rest of an oversized message
+}
+
+// newReassembler returns a reassembler bounded to maxMessage bytes
+// (<= 0: DefaultMaxMessageSize).
+func newReassembler(maxMessage int) *reassembler {
+	if maxMessage <= 0 {
+		maxMessage = DefaultMaxMessageSize
+	}
+	return &reassembler{max: maxMessage}
+}
+
+// add feeds one part. When p completes a message, add returns it with
+// done=true. err is non-nil only for an oversized message.
+func (r *reassembler) add(p Part) (m Message, done bool, err error) {
+	if r.skipping {
+		if p.Complete {
+			r.skipping = false
+		}
+		return Message{}, false, nil
+	}
+	if !r.active {
+		if p.Complete {
+			// Fast path: a single-part message.
+			if len(p.Data) > r.max {
+				return Message{}, false, r.tooLarge()
+			}
+			data := make([]byte, len(p.Data))
+			copy(data, p.Data)
+			return Message{Data: data, Type: p.Type}, true, nil
+		}
+		r.active = true
+		r.typ = p.Type
+		r.buf = r.buf[:0]
+	}
+	if len(p.Data) > r.max-len(r.buf) {
+		r.active = false
+		r.skipping = !p.Complete
+		r.release()
+		return Message{}, false, r.tooLarge()
+	}
+	r.grow(len(p.Data))
+	r.buf = append(r.buf, p.Data...)
+	if !p.Complete {
+		return Message{}, false, nil
+	}
+	r.active = false
+	n := len(r.buf)
+	var data []byte
+	if cap(r.buf) > reassemblyRetain && cap(r.buf)-n <= n/4 {
+		// Large and nearly full: hand the buffer over instead of copying.
+		data = r.buf[:n:n]
+		r.buf = nil
+	} else {
+		data = make([]byte, n)
+		copy(data, r.buf)
+		r.release()
+	}
+	return Message{Data: data, Type: r.typ}, true, nil
+}
+
+// partial reports whether a message has started but not completed (or an
+// oversized one is being discarded). A stream that ends in this state was
+// cut off mid-message.
+func (r *reassembler) partial() bool { return r.active || r.skipping }
+
+// buffered returns the number of bytes of the message in progress.
+func (r *reassembler) buffered() int { return len(r.buf) }
+
+// reset abandons any message in progress and releases a large buffer.
+func (r *reassembler) reset() {
+	r.active, r.skipping = false, false
+	r.release()
+}
+
+// release empties the buffer, keeping it only if it is small.
+func (r *reassembler) release() {
+	if cap(r.buf) > reassemblyRetain {
+		r.buf = nil
+	} else {
+		r.buf = r.buf[:0]
+	}
+}
+
+// grow makes room for n more bytes without ever allocating beyond max.
+func (r *reassembler) grow(n int) {
+	need := len(r.buf) + n
+	if need <= cap(r.buf) {
+		return
+	}
+	c := max(2*cap(r.buf), need, 4096)
+	c = min(c, r.max)
+	nb := make([]byte, len(r.buf), c)
+	copy(nb, r.buf)
+	r.buf = nb
+}
+
+func (r *reassembler) tooLarge() error {
+	return &MessageTooLargeError{Limit: int64(r.max)}
+}

@@ -1,0 +1,291 @@
+package bidi
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestFragmentSplitter(t *testing.T) {
+	const max = 10
+	cases := []struct {
+		n     int
+		parts int
+	}{
+		{0, 1}, {1, 1}, {9, 1}, {10, 1}, {11, 2}, {20, 2}, {21, 3}, {35, 4},
+	}
+	for _, tc := range cases {
+		data := make([]byte, tc.n)
+		for i := range data {
+			data[i] = byte(i)
+		}
+		m := Message{Data: data, Type: DataTypeUTF8}
+		var got []Part
+		s := newSplitter(m, max)
+		for p, ok := s.next(); ok; p, ok = s.next() {
+			got = append(got, p)
+		}
+		if len(got) != tc.parts || partCount(tc.n, max) != tc.parts {
+			t.Fatalf("n=%d: %d parts (partCount %d), want %d", tc.n, len(got), partCount(tc.n, max), tc.parts)
+		}
+		var joined []byte
+		off := 0
+		for i, p := range got {
+			last := i == len(got)-1
+			if p.Complete != last {
+				t.Errorf("n=%d part %d: Complete=%v", tc.n, i, p.Complete)
+			}
+			if p.Type != DataTypeUTF8 {
+				t.Errorf("n=%d part %d: Type=%v", tc.n, i, p.Type)
+			}
+			if len(p.Data) > max || (!last && len(p.Data) != max) {
+				t.Errorf("n=%d part %d: %d bytes", tc.n, i, len(p.Data))
+			}
+			if len(p.Data) > 0 && &p.Data[0] != &data[off] {
+				t.Errorf("n=%d part %d: data copied, want aliasing", tc.n, i)
+			}
+			if cap(p.Data) > len(p.Data) && !last {
+				t.Errorf("n=%d part %d: capacity extends into the next part", tc.n, i)
+			}
+			off += len(p.Data)
+			joined = append(joined, p.Data...)
+		}
+		if !bytes.Equal(joined, data) {
+			t.Errorf("n=%d: parts do not join to the message", tc.n)
+		}
+		if _, ok := s.next(); ok {
+			t.Errorf("n=%d: next after COMPLETE", tc.n)
+		}
+	}
+	// maxPart <= 0 means the default.
+	big := make([]byte, DefaultMaxPartSize+1)
+	if n := partCount(len(big), 0); n != 2 {
+		t.Errorf("partCount default = %d", n)
+	}
+	count := 0
+	for range fragments(Binary(big), 0) {
+		count++
+	}
+	if count != 2 {
+		t.Errorf("fragments default = %d parts", count)
+	}
+	// Early break stops the iterator.
+	count = 0
+	for range fragments(Binary(make([]byte, 100)), 10) {
+		count++
+		if count == 3 {
+			break
+		}
+	}
+	if count != 3 {
+		t.Errorf("early break: %d", count)
+	}
+}
+
+func TestReassemblerSingleAndMulti(t *testing.T) {
+	r := newReassembler(100)
+	src := []byte("hello")
+	m, done, err := r.add(Part{Data: src, Type: DataTypeUTF8, Complete: true})
+	if err != nil || !done || string(m.Data) != "hello" || m.Type != DataTypeUTF8 {
+		t.Fatalf("single part: %q %v %v", m.Data, done, err)
+	}
+	src[0] = 'J' // the decoder reuses its buffer
+	if string(m.Data) != "hello" {
+		t.Fatal("message aliases the part's data")
+	}
+
+	// Empty message: one COMPLETE part with no payload.
+	m, done, err = r.add(Part{Complete: true})
+	if err != nil || !done || m.Data == nil || len(m.Data) != 0 || m.Type != DataTypeBinary {
+		t.Fatalf("empty message: %#v %v %v", m, done, err)
+	}
+
+	// Multi-part, including empty parts, and a DataType change mid-message
+	// (the first part's type wins).
+	parts := []Part{
+		{Data: []byte("ab"), Type: DataTypeUTF8},
+		{Data: nil, Type: DataTypeUTF8},
+		{Data: []byte("cd"), Type: DataTypeBinary},
+		{Data: []byte("e"), Type: DataTypeBinary, Complete: true},
+	}
+	for i, p := range parts {
+		buf := append([]byte(nil), p.Data...)
+		p.Data = buf
+		m, done, err = r.add(p)
+		clear(buf) // simulate buffer reuse by the decoder
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done != (i == len(parts)-1) {
+			t.Fatalf("part %d: done=%v", i, done)
+		}
+		if i < len(parts)-1 && !r.partial() {
+			t.Fatalf("part %d: not partial", i)
+		}
+	}
+	if string(m.Data) != "abcde" || m.Type != DataTypeUTF8 {
+		t.Fatalf("multi-part = %q %v", m.Data, m.Type)
+	}
+	if r.partial() || r.buffered() != 0 {
+		t.Fatal("state not cleared after COMPLETE")
+	}
+}
+
+func TestReassemblerTooLarge(t *testing.T) {
+	const limit = 10
+	type step struct {
+		data     string
+		complete bool
+		want     string // delivered message, "" for none
+		tooLarge bool
+	}
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"single part at limit", []step{{"0123456789", true, "0123456789", false}}},
+		{"single part over limit", []step{{"0123456789A", true, "", true}, {"ok", true, "ok", false}}},
+		{"multi at limit", []step{{"01234", false, "", false}, {"56789", true, "0123456789", false}}},
+		{"multi over limit then skip", []step{
+			{"01234", false, "", false},
+			{"567890", false, "", true}, // crosses the bound: error once
+			{"more", false, "", false},  // discarded silently
+			{"end", true, "", false},    // end of the oversized message
+			{"next", true, "next", false},
+		}},
+		{"over limit on the COMPLETE part", []step{
+			{"0123456789", false, "", false},
+			{"x", true, "", true},
+			{"after", true, "after", false},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newReassembler(limit)
+			for i, s := range tc.steps {
+				m, done, err := r.add(Part{Data: []byte(s.data), Complete: s.complete})
+				if s.tooLarge {
+					var mtl *MessageTooLargeError
+					if !errors.As(err, &mtl) || mtl.Limit != limit || !errors.Is(err, ErrMessageTooLarge) {
+						t.Fatalf("step %d: err = %v, want *MessageTooLargeError{%d}", i, err, limit)
+					}
+				} else if err != nil {
+					t.Fatalf("step %d: unexpected error %v", i, err)
+				}
+				if done != (s.want != "") || string(m.Data) != s.want {
+					t.Fatalf("step %d: got %q done=%v, want %q", i, m.Data, done, s.want)
+				}
+				if cap(r.buf) > limit {
+					t.Fatalf("step %d: buffer capacity %d exceeds the bound", i, cap(r.buf))
+				}
+			}
+			if r.partial() {
+				t.Fatal("partial at end of case")
+			}
+		})
+	}
+}
+
+func TestReassemblerReset(t *testing.T) {
+	r := newReassembler(0)
+	if r.max != DefaultMaxMessageSize {
+		t.Fatalf("default max = %d", r.max)
+	}
+	r.add(Part{Data: []byte("abc")})
+	if !r.partial() || r.buffered() != 3 {
+		t.Fatal("expected a message in progress")
+	}
+	r.reset()
+	if r.partial() || r.buffered() != 0 {
+		t.Fatal("reset did not clear")
+	}
+	m, done, _ := r.add(Part{Data: []byte("z"), Complete: true})
+	if !done || string(m.Data) != "z" {
+		t.Fatalf("after reset: %q", m.Data)
+	}
+}
+
+func TestReassemblerRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	r := newReassembler(1 << 20)
+	for i := 0; i < 300; i++ {
+		n := rng.IntN(5000)
+		if i%50 == 0 {
+			n = 300<<10 + rng.IntN(1000) // exercise the large-buffer paths
+		}
+		data := make([]byte, n)
+		for j := range data {
+			data[j] = byte(rng.Uint32())
+		}
+		typ := DataType(rng.IntN(2))
+		maxPart := 1 + rng.IntN(1500)
+		if n > 100000 {
+			maxPart = 64 << 10
+		}
+		var got Message
+		var delivered int
+		for p := range fragments(Message{Data: data, Type: typ}, maxPart) {
+			m, done, err := r.add(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done {
+				got = m
+				delivered++
+			}
+		}
+		if delivered != 1 || !bytes.Equal(got.Data, data) || got.Type != typ {
+			t.Fatalf("message %d (%d bytes, parts of %d): delivered %d, equal %v", i, n, maxPart, delivered, bytes.Equal(got.Data, data))
+		}
+		if cap(r.buf) > reassemblyRetain {
+			t.Fatalf("message %d: retained a %d-byte buffer", i, cap(r.buf))
+		}
+	}
+}
+
+func TestReassemblerAllocs(t *testing.T) {
+	r := newReassembler(1 << 20)
+	payload := make([]byte, 256)
+	single := Part{Data: payload, Complete: true}
+	if a := testing.AllocsPerRun(1000, func() { r.add(single) }); a != 1 {
+		t.Errorf("single-part message: %.1f allocations, want 1 (the owned copy)", a)
+	}
+	first := Part{Data: payload[:100]}
+	last := Part{Data: payload[100:], Complete: true}
+	r.add(first)
+	r.add(last) // warm the reusable buffer
+	if a := testing.AllocsPerRun(1000, func() { r.add(first); r.add(last) }); a != 1 {
+		t.Errorf("two-part message: %.1f allocations, want 1", a)
+	}
+}
+
+func TestReassemblerLargeHandOff(t *testing.T) {
+	r := newReassembler(1 << 20)
+	data := make([]byte, 8*(64<<10))
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	var got Message
+	for p := range fragments(Binary(data), 64<<10) {
+		m, done, err := r.add(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			got = m
+		}
+	}
+	if !bytes.Equal(got.Data, data) {
+		t.Fatal("large message corrupted")
+	}
+	if r.buf != nil {
+		t.Fatal("large buffer handed over but still referenced")
+	}
+	// The next message must not write into the handed-over memory.
+	r.add(Part{Data: []byte("zzzz")})
+	r.add(Part{Data: []byte("z"), Complete: true})
+	if !bytes.Equal(got.Data, data) {
+		t.Fatal("handed-over message modified by the next message")
+	}
+}

@@ -1,0 +1,250 @@
+package bidi
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go/logging"
+)
+
+// Defaults and limits for [Options].
+const (
+	// DefaultMaxPartSize is the largest payload Send puts in one PayloadPart
+	// (64 KiB). Larger messages are split into PARTIAL…COMPLETE parts. It
+	// is small enough that one session's large message does not hold the
+	// shared HTTP/2 connection for long (other streams' frames interleave
+	// between parts, and the model can start on the first part) and that
+	// a part fits the common 64 KiB HTTP/2 stream window, yet large enough
+	// that the ~250 bytes of envelope, headers and signature per part cost
+	// under 0.4%.
+	DefaultMaxPartSize = 64 << 10
+
+	// MaxPartSizeLimit is the largest allowed MaxPartSize (16 MiB),
+	// comfortably below the event-stream payload limit of 24 MiB once
+	// envelope, headers and padding are added.
+	MaxPartSizeLimit = 16 << 20
+
+	// DefaultMaxMessageSize is the default bound on a reassembled received
+	// message (16 MiB).
+	DefaultMaxMessageSize = 16 << 20
+
+	// DefaultRetryMaxAttempts is the default number of attempts to open a
+	// session (the first try included).
+	DefaultRetryMaxAttempts = 3
+
+	// DefaultRetryMaxBackoff is the default upper bound of the jittered
+	// delay between attempts to open a session.
+	DefaultRetryMaxBackoff = 5 * time.Second
+
+	// DefaultReplayLimit is the default number of bytes of messages sent
+	// before the response headers arrived that a session keeps so that it
+	// can replay them on a retried open (1 MiB).
+	DefaultReplayLimit = 1 << 20
+
+	// DefaultHealthCheckInterval is the default idle time after which an
+	// HTTP/2 PING checks that the peer is alive.
+	DefaultHealthCheckInterval = 15 * time.Second
+
+	// DefaultHealthCheckTimeout is the default time to wait for the PING
+	// acknowledgement before the connection is declared dead.
+	DefaultHealthCheckTimeout = 10 * time.Second
+)
+
+// Options configures a Client. Build it with [NewFromConfig] and adjust it
+// with functional options; the zero value of every field means its
+// documented default. A Client copies its Options; changing them afterwards
+// has no effect.
+type Options struct {
+	// Region is the AWS Region used for the endpoint and for signing, for
+	// example "us-west-2". The legacy FIPS pseudo-regions
+	// ("fips-us-east-1", "us-east-1-fips") are accepted and turn on
+	// UseFIPSEndpoint.
+	Region string
+
+	// BaseEndpoint overrides the resolved endpoint, for example
+	// "https://127.0.0.1:8443". A path, if present, prefixes the operation
+	// path. It cannot be combined with FIPS or dual-stack endpoints.
+	// NewFromConfig fills it from aws.Config.BaseEndpoint and from the
+	// service-specific setting (environment variable
+	// AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2, or endpoint_url in the
+	// shared config file's sagemaker_runtime_http2 services section).
+	BaseEndpoint *string
+
+	// HTTPClient sends the request. It is used as given and must speak
+	// HTTP/2 to the endpoint (for TLS, negotiate "h2" through ALPN);
+	// otherwise Open fails with ErrNotHTTP2. Nil means a client built for
+	// this package, with HTTP/2 health checks per HealthCheckInterval. When
+	// you supply one, configure its health checks yourself.
+	HTTPClient *http.Client
+
+	// Credentials signs requests. NewFromConfig takes aws.Config's
+	// provider; any provider that is not already an aws.CredentialsCache
+	// is wrapped in one.
+	Credentials aws.CredentialsProvider
+
+	// UseFIPSEndpoint selects the FIPS endpoint when set to
+	// aws.FIPSEndpointStateEnabled.
+	UseFIPSEndpoint aws.FIPSEndpointState
+
+	// UseDualStackEndpoint selects the dual-stack (IPv4 and IPv6) endpoint
+	// when set to aws.DualStackEndpointStateEnabled.
+	UseDualStackEndpoint aws.DualStackEndpointState
+
+	// Logger receives diagnostic messages. Nil discards them. Payloads,
+	// credentials and signatures are never logged.
+	Logger logging.Logger
+
+	// ClientLogMode selects optional diagnostics such as aws.LogRetries.
+	// Whatever the mode, payloads, credentials and signatures are never
+	// logged.
+	ClientLogMode aws.ClientLogMode
+
+	// AppID is an application identifier added to the User-Agent header.
+	AppID string
+
+	// MaxPartSize is the largest payload sent in one PayloadPart; larger
+	// messages are fragmented. 0 means DefaultMaxPartSize (see there for
+	// why 64 KiB); at most MaxPartSizeLimit.
+	MaxPartSize int
+
+	// MaxMessageSize bounds a reassembled received message. A larger one
+	// is discarded and Recv returns a *MessageTooLargeError. 0 means
+	// DefaultMaxMessageSize.
+	MaxMessageSize int
+
+	// Padding decides how many padding bytes each sent part carries (the
+	// P header) to hide payload sizes. Nil means BucketPadding;
+	// NoPadding{} disables padding.
+	Padding PaddingPolicy
+
+	// PaddingSource supplies the random bytes of the padding, mapped to
+	// printable ASCII. Nil means crypto/rand. It is read by one goroutine
+	// at a time per session.
+	PaddingSource io.Reader
+
+	// Now is the clock used for signing. Nil means time.Now. Set it for
+	// reproducible signatures in tests.
+	Now func() time.Time
+
+	// RetryMaxAttempts is the number of attempts to open a session, the
+	// first included, when the service answers 503, throttles, or reports
+	// a transient "Failed to establish WebSocket connection" (424). 0 means
+	// DefaultRetryMaxAttempts; 1 disables retries. Only opening is
+	// retried, never a stream the model has already answered.
+	RetryMaxAttempts int
+
+	// RetryMaxBackoff bounds the full-jitter exponential delay between
+	// attempts. 0 means DefaultRetryMaxBackoff.
+	RetryMaxBackoff time.Duration
+
+	// ReplayLimit is how many bytes of messages sent before the response
+	// headers arrive a session keeps for replay on a retried open. If more
+	// was sent, the open is not retried. 0 means DefaultReplayLimit; a
+	// negative value keeps nothing (a retry is then possible only if
+	// nothing was sent yet).
+	ReplayLimit int
+
+	// HealthCheckInterval is how long a connection may stay silent before
+	// an HTTP/2 PING checks the peer. 0 means DefaultHealthCheckInterval; a
+	// negative value disables health checks. Applies to the HTTP client
+	// this package builds.
+	HealthCheckInterval time.Duration
+
+	// HealthCheckTimeout is how long to wait for the PING acknowledgement
+	// before the connection is closed and its sessions fail with
+	// ErrDeadPeer. 0 means DefaultHealthCheckTimeout.
+	HealthCheckTimeout time.Duration
+}
+
+// Copy returns a copy of o that shares no pointers the Client might
+// modify.
+func (o Options) Copy() Options {
+	if o.BaseEndpoint != nil {
+		s := *o.BaseEndpoint
+		o.BaseEndpoint = &s
+	}
+	return o
+}
+
+// setDefaults fills zero fields with their defaults, maps FIPS
+// pseudo-regions, and wraps Credentials in a cache. Negative values that
+// mean "disabled" are kept; validate rejects the rest.
+func (o *Options) setDefaults() {
+	if r, ok := normalizeFIPSRegion(o.Region); ok {
+		o.Region = r
+		o.UseFIPSEndpoint = aws.FIPSEndpointStateEnabled
+	}
+	o.Credentials = cacheCredentials(o.Credentials)
+	if o.Logger == nil {
+		o.Logger = logging.Nop{}
+	}
+	if o.MaxPartSize == 0 {
+		o.MaxPartSize = DefaultMaxPartSize
+	}
+	if o.MaxMessageSize == 0 {
+		o.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if o.Padding == nil {
+		o.Padding = BucketPadding{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.RetryMaxAttempts == 0 {
+		o.RetryMaxAttempts = DefaultRetryMaxAttempts
+	}
+	if o.RetryMaxBackoff == 0 {
+		o.RetryMaxBackoff = DefaultRetryMaxBackoff
+	}
+	if o.ReplayLimit == 0 {
+		o.ReplayLimit = DefaultReplayLimit
+	}
+	if o.HealthCheckInterval == 0 {
+		o.HealthCheckInterval = DefaultHealthCheckInterval
+	}
+	if o.HealthCheckTimeout == 0 {
+		o.HealthCheckTimeout = DefaultHealthCheckTimeout
+	}
+}
+
+// cacheCredentials wraps p in an aws.CredentialsCache unless it is nil,
+// already a cache, or anonymous.
+func cacheCredentials(p aws.CredentialsProvider) aws.CredentialsProvider {
+	switch p.(type) {
+	case nil, *aws.CredentialsCache, aws.AnonymousCredentials, *aws.AnonymousCredentials:
+		return p
+	}
+	return aws.NewCredentialsCache(p)
+}
+
+// validate reports option values that cannot work. It does not resolve the
+// endpoint; see endpoint.
+func (o *Options) validate() error {
+	switch {
+	case o.MaxPartSize < 0 || o.MaxPartSize > MaxPartSizeLimit:
+		return fmt.Errorf("bidi: Options.MaxPartSize %d out of range [1, %d]", o.MaxPartSize, MaxPartSizeLimit)
+	case o.MaxMessageSize < 0:
+		return fmt.Errorf("bidi: Options.MaxMessageSize %d is negative", o.MaxMessageSize)
+	case o.RetryMaxAttempts < 0:
+		return fmt.Errorf("bidi: Options.RetryMaxAttempts %d is negative", o.RetryMaxAttempts)
+	case o.RetryMaxBackoff < 0:
+		return fmt.Errorf("bidi: Options.RetryMaxBackoff %v is negative", o.RetryMaxBackoff)
+	case o.HealthCheckTimeout < 0:
+		return fmt.Errorf("bidi: Options.HealthCheckTimeout %v is negative", o.HealthCheckTimeout)
+	case o.Credentials == nil:
+		return ErrNoCredentials
+	}
+	return nil
+}
+
+// endpoint resolves the service endpoint for o (see resolveEndpoint).
+func (o *Options) endpoint() (*url.URL, error) {
+	return resolveEndpoint(o.Region,
+		o.UseFIPSEndpoint == aws.FIPSEndpointStateEnabled,
+		o.UseDualStackEndpoint == aws.DualStackEndpointStateEnabled,
+		o.BaseEndpoint)
+}

@@ -1,0 +1,121 @@
+package bidi
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/smithy-go/logging"
+)
+
+func TestOptionsDefaults(t *testing.T) {
+	var o Options
+	o.setDefaults()
+	if o.MaxPartSize != DefaultMaxPartSize || o.MaxMessageSize != DefaultMaxMessageSize ||
+		o.RetryMaxAttempts != DefaultRetryMaxAttempts || o.RetryMaxBackoff != DefaultRetryMaxBackoff ||
+		o.ReplayLimit != DefaultReplayLimit || o.HealthCheckInterval != DefaultHealthCheckInterval ||
+		o.HealthCheckTimeout != DefaultHealthCheckTimeout {
+		t.Errorf("defaults not applied: %+v", o)
+	}
+	if _, ok := o.Padding.(BucketPadding); !ok {
+		t.Errorf("Padding = %T", o.Padding)
+	}
+	if _, ok := o.Logger.(logging.Nop); !ok {
+		t.Errorf("Logger = %T", o.Logger)
+	}
+	if o.Now == nil || time.Since(o.Now()) > time.Minute {
+		t.Error("Now not defaulted to time.Now")
+	}
+
+	// Explicit values, including the negative "disabled" ones, survive.
+	fixed := time.Unix(1, 0)
+	o = Options{
+		MaxPartSize: 10, MaxMessageSize: 20, RetryMaxAttempts: 1, RetryMaxBackoff: time.Second,
+		ReplayLimit: -1, HealthCheckInterval: -1, HealthCheckTimeout: time.Second,
+		Padding: NoPadding{}, Now: func() time.Time { return fixed },
+	}
+	o.setDefaults()
+	if o.MaxPartSize != 10 || o.MaxMessageSize != 20 || o.RetryMaxAttempts != 1 || o.ReplayLimit != -1 ||
+		o.HealthCheckInterval != -1 || o.HealthCheckTimeout != time.Second || !o.Now().Equal(fixed) {
+		t.Errorf("explicit values changed: %+v", o)
+	}
+	if _, ok := o.Padding.(NoPadding); !ok {
+		t.Errorf("Padding = %T", o.Padding)
+	}
+}
+
+func TestOptionsFIPSPseudoRegion(t *testing.T) {
+	o := Options{Region: "fips-us-east-2"}
+	o.setDefaults()
+	if o.Region != "us-east-2" || o.UseFIPSEndpoint != aws.FIPSEndpointStateEnabled {
+		t.Fatalf("Region=%q fips=%v", o.Region, o.UseFIPSEndpoint)
+	}
+	u, err := o.endpoint()
+	if err != nil || u.String() != "https://runtime-fips.sagemaker.us-east-2.amazonaws.com:8443" {
+		t.Fatalf("endpoint = %v, %v", u, err)
+	}
+	// With a custom endpoint the pseudo-region is a FIPS conflict.
+	o = Options{Region: "us-east-2-fips", BaseEndpoint: strPtr("https://example.com")}
+	o.setDefaults()
+	var ee *EndpointError
+	if _, err := o.endpoint(); !errors.As(err, &ee) {
+		t.Fatalf("endpoint = %v, want *EndpointError", err)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	creds := credentials.NewStaticCredentialsProvider("A", "S", "")
+	cases := []struct {
+		name  string
+		mod   func(*Options)
+		field string // "" = valid
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"part at limit", func(o *Options) { o.MaxPartSize = MaxPartSizeLimit }, ""},
+		{"part over limit", func(o *Options) { o.MaxPartSize = MaxPartSizeLimit + 1 }, "MaxPartSize"},
+		{"part negative", func(o *Options) { o.MaxPartSize = -1 }, "MaxPartSize"},
+		{"message negative", func(o *Options) { o.MaxMessageSize = -1 }, "MaxMessageSize"},
+		{"attempts negative", func(o *Options) { o.RetryMaxAttempts = -1 }, "RetryMaxAttempts"},
+		{"backoff negative", func(o *Options) { o.RetryMaxBackoff = -time.Second }, "RetryMaxBackoff"},
+		{"timeout negative", func(o *Options) { o.HealthCheckTimeout = -time.Second }, "HealthCheckTimeout"},
+		{"health checks disabled", func(o *Options) { o.HealthCheckInterval = -1 }, ""},
+		{"replay disabled", func(o *Options) { o.ReplayLimit = -1 }, ""},
+		{"no credentials", func(o *Options) { o.Credentials = nil }, "credentials"},
+	}
+	for _, tc := range cases {
+		o := Options{Credentials: creds}
+		tc.mod(&o)
+		o.setDefaults()
+		err := o.validate()
+		if tc.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.field) || !strings.HasPrefix(err.Error(), "bidi: ") {
+			t.Errorf("%s: err = %v, want one naming %s", tc.name, err, tc.field)
+		}
+	}
+	o := Options{}
+	o.setDefaults()
+	if err := o.validate(); !errors.Is(err, ErrNoCredentials) {
+		t.Errorf("no credentials: %v", err)
+	}
+}
+
+func TestOptionsCopy(t *testing.T) {
+	o := Options{BaseEndpoint: strPtr("https://a")}
+	c := o.Copy()
+	*c.BaseEndpoint = "https://b"
+	if *o.BaseEndpoint != "https://a" {
+		t.Error("Copy shares BaseEndpoint")
+	}
+	var empty Options
+	if empty.Copy().BaseEndpoint != nil {
+		t.Error("Copy invented a BaseEndpoint")
+	}
+}

@@ -1,0 +1,163 @@
+package bidi
+
+import (
+	"crypto/rand"
+	"io"
+	"math/bits"
+	"slices"
+)
+
+// MaxPadding is the largest number of padding bytes a part can carry: the
+// P header is an event-stream string, limited to 32767 bytes.
+const MaxPadding = 1<<15 - 1
+
+// PaddingPolicy decides how much padding each sent part carries in its P
+// header, to hide the exact payload size from an observer of the encrypted
+// traffic. Set it in Options.Padding; nil means [BucketPadding].
+//
+// A policy must be deterministic in payloadLen: random-length padding alone
+// does not hide sizes, since repeated observations average it out. Pad so
+// that payload+padding falls on a small set of sizes instead. Implementations
+// must be safe for concurrent use.
+type PaddingPolicy interface {
+	// PadLen returns the number of bytes of P for a part carrying
+	// payloadLen payload bytes. 0 omits the P header; values above
+	// MaxPadding are treated as MaxPadding.
+	PadLen(payloadLen int) int
+}
+
+// BucketPadding is the default padding policy. Every part carries at least
+// one byte of padding, so the presence of P reveals nothing, and the
+// padded size (payload + P) is rounded up to a bucket:
+//
+//   - up to 1024 bytes, a multiple of 64 (16 sizes);
+//   - above, a multiple of 1/8 of the largest power of two not above the
+//     size (8 sizes per doubling, at most 12.5% overhead), the step capped
+//     at 16 KiB so the padding always fits in P.
+//
+// An observer learns the bucket of each part, not its exact size.
+type BucketPadding struct{}
+
+// PadLen implements [PaddingPolicy].
+func (BucketPadding) PadLen(payloadLen int) int {
+	if payloadLen < 0 {
+		payloadLen = 0
+	}
+	m := payloadLen + 1 // at least one pad byte
+	var step int
+	if m <= 1024 {
+		step = 64
+	} else {
+		step = (1 << (bits.Len(uint(m)) - 1)) / 8
+		step = min(step, 16<<10)
+	}
+	return roundUp(m, step) - payloadLen
+}
+
+// NoPadding disables padding: parts carry no P header, and their exact
+// sizes are visible to an observer of the encrypted traffic.
+type NoPadding struct{}
+
+// PadLen implements [PaddingPolicy]; it always returns 0.
+func (NoPadding) PadLen(int) int { return 0 }
+
+// FixedBucket returns a policy that pads payload + P to the next multiple
+// of size, with at least one byte of padding. size is clamped to
+// [1, MaxPadding]. Small sizes leak more; a size at least as large as the
+// biggest payload hides sizes completely at the cost of bandwidth.
+func FixedBucket(size int) PaddingPolicy {
+	return fixedBucket(min(max(size, 1), MaxPadding))
+}
+
+type fixedBucket int
+
+// PadLen implements [PaddingPolicy].
+func (b fixedBucket) PadLen(payloadLen int) int {
+	payloadLen = max(payloadLen, 0)
+	return roundUp(payloadLen+1, int(b)) - payloadLen
+}
+
+// PaddingFunc adapts a function to [PaddingPolicy].
+type PaddingFunc func(payloadLen int) int
+
+// PadLen calls f.
+func (f PaddingFunc) PadLen(payloadLen int) int { return f(payloadLen) }
+
+func roundUp(n, step int) int { return (n + step - 1) / step * step }
+
+// padLen asks p (nil: BucketPadding) for the padding of a part with
+// payloadLen bytes and clamps the answer to [0, MaxPadding].
+func padLen(p PaddingPolicy, payloadLen int) int {
+	if p == nil {
+		p = BucketPadding{}
+	}
+	return min(max(p.PadLen(payloadLen), 0), MaxPadding)
+}
+
+// padAlphabet maps random bytes to printable ASCII (the URL-safe base64
+// alphabet: 64 symbols, so byte&63 is uniform).
+const padAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// appendPadding appends n printable ASCII padding bytes drawn from src
+// (nil: crypto/rand) to dst. Random bytes are read straight into dst's
+// spare capacity and mapped in place, so nothing is allocated when dst has
+// room for n more bytes. On error dst is returned unchanged.
+func appendPadding(dst []byte, n int, src io.Reader) ([]byte, error) {
+	if n <= 0 {
+		return dst, nil
+	}
+	if src == nil {
+		src = rand.Reader
+	}
+	l := len(dst)
+	dst = slices.Grow(dst, n)[:l+n]
+	if _, err := io.ReadFull(src, dst[l:]); err != nil {
+		return dst[:l], &paddingSourceError{err: err}
+	}
+	for i := l; i < len(dst); i++ {
+		dst[i] = padAlphabet[dst[i]&63]
+	}
+	return dst, nil
+}
+
+// paddingSourceError reports a failing Options.PaddingSource.
+type paddingSourceError struct{ err error }
+
+func (e *paddingSourceError) Error() string { return "bidi: reading padding source: " + e.err.Error() }
+func (e *paddingSourceError) Unwrap() error { return e.err }
+
+// padReader buffers a padding source so that a session reads its random
+// bytes in 4 KiB blocks instead of one call (often a system call) per
+// part. It is not safe for concurrent use; give each sender its own.
+type padReader struct {
+	src io.Reader
+	buf [4096]byte
+	off int // next unread byte in buf
+	end int // end of valid data in buf
+}
+
+// newPadReader returns a buffered reader over src (nil: crypto/rand).
+func newPadReader(src io.Reader) *padReader {
+	if src == nil {
+		src = rand.Reader
+	}
+	return &padReader{src: src}
+}
+
+// Read fills p from the buffer, refilling it from the source as needed.
+// Requests larger than the buffer go straight to the source.
+func (r *padReader) Read(p []byte) (int, error) {
+	if r.off == r.end {
+		if len(p) >= len(r.buf) {
+			return r.src.Read(p)
+		}
+		n, err := io.ReadAtLeast(r.src, r.buf[:], len(p))
+		r.off, r.end = 0, n
+		if err != nil && n < len(p) {
+			return 0, err
+		}
+	}
+	n := copy(p, r.buf[r.off:r.end])
+	r.off += n
+	return n, nil
+}

@@ -1,0 +1,238 @@
+package bidi
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// bucketBoundaries lists the padded sizes BucketPadding may produce up to
+// limit, computed independently of the implementation.
+func bucketBoundaries(limit int) []int {
+	var b []int
+	for s := 64; s <= 1024; s += 64 {
+		b = append(b, s)
+	}
+	for p := 1024; p < limit; p *= 2 {
+		step := min(p/8, 16<<10)
+		for s := p + step; s <= 2*p; s += step {
+			b = append(b, s)
+		}
+	}
+	return b
+}
+
+func TestPaddingBucketEveryLength(t *testing.T) {
+	const maxLen = 70000
+	bounds := bucketBoundaries(4 * maxLen)
+	distinct := map[int]bool{}
+	prev := 0
+	for n := 0; n <= maxLen; n++ {
+		pad := BucketPadding{}.PadLen(n)
+		if pad < 1 || pad > MaxPadding {
+			t.Fatalf("PadLen(%d) = %d, want 1..%d", n, pad, MaxPadding)
+		}
+		total := n + pad
+		// The padded size is the smallest bucket boundary that leaves at
+		// least one byte of padding.
+		i := sort.SearchInts(bounds, n+1)
+		if total != bounds[i] {
+			t.Fatalf("PadLen(%d): padded size %d, want bucket %d", n, total, bounds[i])
+		}
+		if total < prev {
+			t.Fatalf("padded size not monotonic at %d: %d < %d", n, total, prev)
+		}
+		if n >= 1024 && float64(pad) > float64(n)/8+1 {
+			t.Fatalf("PadLen(%d) = %d: overhead above 12.5%%", n, pad)
+		}
+		prev = total
+		distinct[total] = true
+	}
+	if len(distinct) > 70 {
+		t.Errorf("%d distinct padded sizes for 0..%d, want few", len(distinct), maxLen)
+	}
+	t.Logf("%d distinct padded sizes for payloads 0..%d", len(distinct), maxLen)
+}
+
+func TestPaddingBucketSpotValues(t *testing.T) {
+	cases := []struct{ n, pad int }{
+		{0, 64}, {1, 63}, {63, 1}, {64, 64}, {200, 56}, {1023, 1}, {1024, 128},
+		{1151, 1}, {1152, 128}, {2047, 1}, {2048, 256}, {65535, 1}, {65536, 8192},
+		{16 << 20, 16 << 10}, {-5, 64},
+	}
+	for _, tc := range cases {
+		if got := (BucketPadding{}).PadLen(tc.n); got != tc.pad {
+			t.Errorf("BucketPadding.PadLen(%d) = %d, want %d", tc.n, got, tc.pad)
+		}
+	}
+	// Large parts: padding always fits in P.
+	for n := 100000; n <= MaxPartSizeLimit; n = n*3/2 + 7 {
+		if pad := (BucketPadding{}).PadLen(n); pad < 1 || pad > MaxPadding {
+			t.Fatalf("PadLen(%d) = %d", n, pad)
+		}
+	}
+}
+
+func TestPaddingPolicies(t *testing.T) {
+	for n := 0; n < 1000; n++ {
+		if got := (NoPadding{}).PadLen(n); got != 0 {
+			t.Fatalf("NoPadding.PadLen(%d) = %d", n, got)
+		}
+		p := FixedBucket(100).PadLen(n)
+		if p < 1 || p > 100 || (n+p)%100 != 0 {
+			t.Fatalf("FixedBucket(100).PadLen(%d) = %d", n, p)
+		}
+		if got := FixedBucket(0).PadLen(n); got != 1 {
+			t.Fatalf("FixedBucket(0).PadLen(%d) = %d, want 1", n, got)
+		}
+		if got := FixedBucket(1 << 20).PadLen(n); got < 1 || got > MaxPadding || (n+got)%MaxPadding != 0 {
+			t.Fatalf("FixedBucket(1<<20).PadLen(%d) = %d", n, got)
+		}
+	}
+	cases := []struct {
+		p    PaddingPolicy
+		n    int
+		want int
+	}{
+		{nil, 10, 54},
+		{NoPadding{}, 10, 0},
+		{PaddingFunc(func(int) int { return -5 }), 10, 0},
+		{PaddingFunc(func(int) int { return 1 << 20 }), 10, MaxPadding},
+		{PaddingFunc(func(n int) int { return n }), 7, 7},
+	}
+	for _, tc := range cases {
+		if got := padLen(tc.p, tc.n); got != tc.want {
+			t.Errorf("padLen(%T, %d) = %d, want %d", tc.p, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestPaddingAppend(t *testing.T) {
+	src := bytes.NewReader([]byte{0, 1, 25, 26, 51, 52, 61, 62, 63, 64, 255, 128})
+	got, err := appendPadding([]byte("hdr:"), 12, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "hdr:ABZaz09-_A_A"; string(got) != want {
+		t.Errorf("appendPadding = %q, want %q", got, want)
+	}
+
+	// Every output byte is printable ASCII, whatever the input.
+	all := make([]byte, 256)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	out, err := appendPadding(nil, 256, bytes.NewReader(all))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range out {
+		if c <= ' ' || c >= 0x7f {
+			t.Fatalf("byte %d = %#x is not printable ASCII", i, c)
+		}
+	}
+
+	// n == 0 reads nothing.
+	if out, err := appendPadding([]byte("x"), 0, failingReader{}); err != nil || string(out) != "x" {
+		t.Errorf("appendPadding(n=0) = %q, %v", out, err)
+	}
+
+	// The default source works.
+	if out, err := appendPadding(nil, 32, nil); err != nil || len(out) != 32 {
+		t.Errorf("appendPadding(crypto/rand) = %q, %v", out, err)
+	}
+}
+
+type failingReader struct{}
+
+var errBrokenSource = errors.New("broken source")
+
+func (failingReader) Read([]byte) (int, error) { return 0, errBrokenSource }
+
+func TestPaddingAppendError(t *testing.T) {
+	dst := []byte("keep")
+	out, err := appendPadding(dst, 8, failingReader{})
+	if !errors.Is(err, errBrokenSource) {
+		t.Fatalf("err = %v, want wrapping errBrokenSource", err)
+	}
+	if string(out) != "keep" {
+		t.Errorf("dst changed on error: %q", out)
+	}
+	if !strings.HasPrefix(err.Error(), "bidi: ") {
+		t.Errorf("error %q lacks the package prefix", err)
+	}
+	// A short source is an error too.
+	out, err = appendPadding(dst, 8, bytes.NewReader([]byte{1, 2}))
+	if !errors.Is(err, io.ErrUnexpectedEOF) || string(out) != "keep" {
+		t.Errorf("short source: %q, %v", out, err)
+	}
+}
+
+// zeroReader is an allocation-free source.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+func TestPaddingAppendNoAlloc(t *testing.T) {
+	buf := make([]byte, 0, 2048)
+	var src io.Reader = zeroReader{}
+	allocs := testing.AllocsPerRun(1000, func() {
+		out, err := appendPadding(buf[:10], 1000, src)
+		if err != nil || len(out) != 1010 {
+			t.Fatal("bad append")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("appendPadding allocates %.1f times per call with spare capacity", allocs)
+	}
+	// Without capacity it grows and keeps the prefix.
+	out, _ := appendPadding([]byte("ab"), 100, src)
+	if len(out) != 102 || string(out[:2]) != "ab" {
+		t.Errorf("grow: len %d prefix %q", len(out), out[:2])
+	}
+}
+
+// countingReader counts Read calls on a deterministic byte stream.
+type countingReader struct {
+	next  byte
+	calls int
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	r.calls++
+	for i := range p {
+		p[i] = r.next
+		r.next++
+	}
+	return len(p), nil
+}
+
+func TestPaddingReaderBuffers(t *testing.T) {
+	direct := &countingReader{}
+	buffered := &countingReader{}
+	pr := newPadReader(buffered)
+	var a, b []byte
+	var err error
+	for _, n := range []int{1, 63, 64, 200, 4095, 4096, 5000, 7, 1} {
+		if a, err = appendPadding(a, n, direct); err != nil {
+			t.Fatal(err)
+		}
+		if b, err = appendPadding(b, n, pr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("buffered padding differs from direct padding")
+	}
+	if buffered.calls >= direct.calls {
+		t.Errorf("buffered source called %d times, direct %d", buffered.calls, direct.calls)
+	}
+
+	pr = newPadReader(failingReader{})
+	if _, err := appendPadding(nil, 10, pr); !errors.Is(err, errBrokenSource) {
+		t.Errorf("padReader error = %v", err)
+	}
+}
