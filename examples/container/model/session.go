@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/demomodel"
 )
 
 // garbage is the payload of the garbage_after message: a text message that
@@ -135,7 +137,7 @@ func (s *session) handle(ctx context.Context, m message) error {
 		return s.send(ctx, websocket.MessageBinary, m.data, true)
 	}
 	if s.b.mode == modeChat {
-		if req, ok := parseChatRequest(m.data); ok {
+		if req, ok := demomodel.ParseChatRequest(m.data); ok {
 			return s.chat(ctx, req)
 		}
 	}
@@ -144,16 +146,16 @@ func (s *session) handle(ctx context.Context, m message) error {
 
 // chat answers one chat request: one chat.completion message, or an SSE
 // stream with one event per message (or re-cut by split).
-func (s *session) chat(ctx context.Context, req chatRequest) error {
-	c := newCompletion(req, s.h.newID(), s.h.opts.Now().Unix())
+func (s *session) chat(ctx context.Context, req demomodel.ChatRequest) error {
+	c := demomodel.NewCompletion(req, s.h.newID(), s.h.opts.Now().Unix())
 	if !req.Stream {
-		return s.send(ctx, websocket.MessageText, c.message(), s.b.fragmentText)
+		return s.send(ctx, websocket.MessageText, c.Message(), s.b.fragmentText)
 	}
 	emit := func(p []byte) error {
 		return s.send(ctx, websocket.MessageText, p, s.b.fragmentText)
 	}
 	sp := &splitter{n: s.b.split, emit: emit}
-	for i, ev := range c.events() {
+	for i, ev := range c.Events() {
 		if i > 0 {
 			if err := sleep(ctx, s.b.delay); err != nil {
 				return err

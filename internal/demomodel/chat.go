@@ -1,4 +1,8 @@
-package model
+// Package demomodel is the toy OpenAI-compatible chat model shared by the
+// examples and tests: the sample container serves it over WebSocket and the
+// quick-start demo over an in-process biditest server. Its answers are
+// deterministic: it "reasons" about the last user message, then repeats it.
+package demomodel
 
 import (
 	"encoding/json"
@@ -10,9 +14,9 @@ import (
 // as the model when the request names none.
 const defaultModelName = "/opt/ml/model"
 
-// chatRequest is the part of an OpenAI chat completion request the toy
+// ChatRequest is the part of an OpenAI chat completion request the toy
 // model reads.
-type chatRequest struct {
+type ChatRequest struct {
 	Model    string        `json:"model"`
 	Messages []chatMessage `json:"messages"`
 	Stream   bool          `json:"stream"`
@@ -25,12 +29,12 @@ type chatMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
-// parseChatRequest reports whether b is a JSON object with a "messages"
+// ParseChatRequest reports whether b is a JSON object with a "messages"
 // array, the only thing the toy model needs to answer.
-func parseChatRequest(b []byte) (chatRequest, bool) {
-	var req chatRequest
+func ParseChatRequest(b []byte) (ChatRequest, bool) {
+	var req ChatRequest
 	if err := json.Unmarshal(b, &req); err != nil || req.Messages == nil {
-		return chatRequest{}, false
+		return ChatRequest{}, false
 	}
 	return req, true
 }
@@ -58,9 +62,9 @@ func (m chatMessage) text() string {
 	return strings.Join(texts, " ")
 }
 
-// completion is the toy model's deterministic answer to one request: it
+// Completion is the toy model's deterministic answer to one request: it
 // "thinks" about the last user message, then repeats it.
-type completion struct {
+type Completion struct {
 	id        string
 	created   int64
 	model     string
@@ -69,8 +73,10 @@ type completion struct {
 	usage     usage
 }
 
-func newCompletion(req chatRequest, id string, created int64) *completion {
-	c := &completion{id: id, created: created, model: req.Model}
+// NewCompletion returns the answer to req, with the given completion id and
+// creation time (Unix seconds) so that tests get known output.
+func NewCompletion(req ChatRequest, id string, created int64) *Completion {
+	c := &Completion{id: id, created: created, model: req.Model}
 	if c.model == "" {
 		c.model = defaultModelName
 	}
@@ -148,11 +154,11 @@ type delta struct {
 	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
-// events returns the streamed answer as SSE events ("data: {...}\n\n"): a
+// Events returns the streamed answer as SSE events ("data: {...}\n\n"): a
 // first chunk with the role, the reasoning_content deltas, the content
 // deltas, a last chunk with finish_reason "stop" and the usage, and
 // "data: [DONE]".
-func (c *completion) events() [][]byte {
+func (c *Completion) Events() [][]byte {
 	evs := make([][]byte, 0, len(c.reasoning)+len(c.content)+3)
 	add := func(d delta, final bool) {
 		ch := chunk{
@@ -182,7 +188,7 @@ func (c *completion) events() [][]byte {
 func sseEvent(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic("model: marshal chunk: " + err.Error()) // only plain structs are marshaled
+		panic("demomodel: marshal chunk: " + err.Error()) // only plain structs are marshaled
 	}
 	out := make([]byte, 0, len(b)+8)
 	out = append(out, "data: "...)
@@ -190,8 +196,8 @@ func sseEvent(v any) []byte {
 	return append(out, "\n\n"...)
 }
 
-// message returns the non-streamed answer, a chat.completion object.
-func (c *completion) message() []byte {
+// Message returns the non-streamed answer, a chat.completion object.
+func (c *Completion) Message() []byte {
 	type message struct {
 		Role             string `json:"role"`
 		Content          string `json:"content"`
@@ -225,7 +231,7 @@ func (c *completion) message() []byte {
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic("model: marshal completion: " + err.Error())
+		panic("demomodel: marshal Completion: " + err.Error())
 	}
 	return b
 }
