@@ -1,0 +1,63 @@
+// Package biditest provides a SageMaker-compatible server for testing
+// code that uses package bidi, in the manner of net/http/httptest: a real
+// HTTP/2 server over TLS on a loopback address that checks the request the
+// way the service does and runs a [Handler] that plays the model.
+//
+// # A tour
+//
+// Start a server with a handler and get a client for it:
+//
+//	srv := biditest.NewServer(biditest.Echo())
+//	defer srv.Close()
+//	client := srv.Client() // a *bidi.Client trusting only srv's certificate
+//	sess, err := client.Open(ctx, &bidi.OpenInput{EndpointName: "my-endpoint"})
+//
+// [Server.AWSConfig] and [Server.HTTPClient] give the pieces instead
+// (Region, static credentials, BaseEndpoint = [Server.URL], an HTTP/2-only
+// client). Use [NewUnstartedServer] to set fields such as
+// MaxConcurrentStreams, MaxReceiveBufferPerStream, Credentials or H2C
+// before [Server.Start].
+//
+// A handler scripts the model with a [Stream]: [Stream.RecvPart] and
+// [Stream.Recv] read request events (raw parts or reassembled messages),
+// [Stream.SendPart] and [Stream.Send] answer with any DataType and
+// CompletionState, [Stream.Fail] answers with an HTTP error instead (for
+// example a 424 ModelError), [Stream.SendModelStreamError] and
+// [Stream.SendInternalStreamFailure] fail the stream mid-way,
+// [Stream.SendMessage] and [Stream.WriteRaw] send anything at all, and
+// [Stream.Reset] resets the stream. Blocking on [Stream.Context] stalls.
+// [Server.GoAway], [Server.CloseClientConnections] and
+// [Server.PauseConnections] (a peer that stops answering, PINGs included)
+// act on connections.
+//
+// # Checks
+//
+// By default the server verifies what the real service requires (WIRE.md
+// §3–4) and fails loudly on any violation: POST
+// /endpoints/{EndpointName}/invocations-bidirectional-stream over HTTP/2,
+// Content-Type application/vnd.amazon.eventstream, X-Amz-Content-Sha256
+// STREAMING-AWS4-HMAC-SHA256-EVENTS, a SigV4 Authorization signed for
+// service "sagemaker" with the server's credentials, region and clock
+// (±15 minutes), the model's patterns for the endpoint name and the
+// SageMaker headers, then, as the handler receives, the :chunk-signature
+// of every envelope chained from the request signature, PayloadPart inner
+// events and the signed end frame before the body ends. A request that
+// fails a check before the handler gets a restJson1 error (400, 403, 404 or
+// 505 with X-Amzn-ErrorType and a JSON body) and never reaches the
+// handler; a violation mid-stream is returned by RecvPart, sent to the
+// client as an error message and ends in a stream reset. Every violation
+// is recorded as a [*Violation] in [Server.Violations]. Set
+// [Server.SkipVerify] to accept unsigned requests.
+//
+// For assertions, [Server.Streams] lists the streams received, each with
+// its request inputs and headers, and [Stream.Received] the parts it
+// received, with their padding, envelope size and date.
+//
+// # Flow control
+//
+// The request body is read only when the handler receives, so a handler
+// that never calls a Recv method leaves the client blocked by HTTP/2 flow
+// control once MaxReceiveBufferPerStream bytes are in flight: that is how
+// tests prove that a client's Send blocks. Responses are flushed after
+// every Send, so events reach the client at once.
+package biditest

@@ -1,0 +1,231 @@
+package biditest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
+)
+
+// ReceivedPart is one request PayloadPart as the server received it.
+type ReceivedPart struct {
+	// Part holds the payload (an owned copy), its DataType (BINARY when
+	// the header is absent) and whether it is COMPLETE (true when the
+	// header is absent).
+	bidi.Part
+	// DataTypeSet and CompletionStateSet report whether the headers were
+	// present.
+	DataTypeSet, CompletionStateSet bool
+	// Padding is the length of the P header value, or -1 when absent.
+	Padding int
+	// EnvelopeLen is the size of the signed envelope on the wire, in bytes.
+	EnvelopeLen int
+	// Date is the envelope's :date (zero for an unsigned event accepted
+	// with SkipVerify).
+	Date time.Time
+}
+
+// RecvPart returns the next request PayloadPart, after checking its
+// envelope's signature. It returns io.EOF after the client's verified end
+// frame, a [*Violation] when the request breaks the protocol (the
+// violation is recorded, sent to the client as an error message, and the
+// stream is reset when the handler returns), and another error when the
+// client goes away. Errors are sticky.
+func (st *Stream) RecvPart() (ReceivedPart, error) {
+	st.rmu.Lock()
+	defer st.rmu.Unlock()
+	p, err := st.nextPart()
+	if err != nil {
+		return ReceivedPart{}, err
+	}
+	p.Data = append([]byte(nil), p.Data...)
+	return p, nil
+}
+
+// Recv returns the next message: the payloads of PARTIAL parts up to and
+// including the next COMPLETE one, with the DataType of the first part. It
+// returns io.EOF after the end frame, an error wrapping
+// io.ErrUnexpectedEOF when the request ends inside a message, an error
+// wrapping [ErrMessageTooLarge] past [Server.MaxRecvMessageSize], and the
+// errors of RecvPart.
+func (st *Stream) Recv() (bidi.Message, error) {
+	st.rmu.Lock()
+	defer st.rmu.Unlock()
+	limit := st.s.MaxRecvMessageSize
+	if limit <= 0 {
+		limit = DefaultMaxRecvMessageSize
+	}
+	var msg bidi.Message
+	started := false
+	for {
+		p, err := st.nextPart()
+		if err != nil {
+			if err == io.EOF && started {
+				err = fmt.Errorf("biditest: request ended inside a message (%d bytes received): %w", len(msg.Data), io.ErrUnexpectedEOF)
+			}
+			return bidi.Message{}, err
+		}
+		if !started {
+			msg.Type, started = p.Type, true
+		}
+		if len(msg.Data)+len(p.Data) > limit {
+			st.rerr = fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, limit)
+			return bidi.Message{}, st.rerr
+		}
+		msg.Data = append(msg.Data, p.Data...)
+		if p.Complete {
+			if msg.Data == nil {
+				msg.Data = []byte{}
+			}
+			return msg, nil
+		}
+	}
+}
+
+// Received returns copies of the parts received so far, in order (at most
+// [Server.MaxRecorded] of them).
+func (st *Stream) Received() []ReceivedPart {
+	st.recMu.Lock()
+	defer st.recMu.Unlock()
+	out := make([]ReceivedPart, len(st.received))
+	for i, p := range st.received {
+		p.Data = append([]byte(nil), p.Data...)
+		out[i] = p
+	}
+	return out
+}
+
+// nextPart returns the next part, whose Data aliases the decoder's buffer
+// until the next call. st.rmu is held.
+func (st *Stream) nextPart() (ReceivedPart, error) {
+	if st.rerr != nil {
+		return ReceivedPart{}, st.rerr
+	}
+	p, err := st.readPart()
+	if err != nil {
+		st.rerr = err
+		return ReceivedPart{}, err
+	}
+	st.record(p)
+	return p, nil
+}
+
+func (st *Stream) readPart() (ReceivedPart, error) {
+	if st.dec == nil {
+		st.dec = eventstream.NewDecoder(st.r.Body)
+	}
+	start := st.dec.Offset()
+	env, err := st.dec.Decode()
+	if err != nil {
+		return ReceivedPart{}, st.bodyError(err)
+	}
+	p := ReceivedPart{Padding: -1, EnvelopeLen: int(st.dec.Offset() - start)}
+	inner, isEnvelope := env.Payload, true
+	if st.verifier != nil {
+		if inner, err = st.verifier.Verify(env); err != nil {
+			return p, st.violate(violation(RuleChunkSignature, 0, invalidSignatureErrorType, "event signature verification failed", err))
+		}
+	} else {
+		_, isEnvelope = env.Headers.Get(eventstream.ChunkSignatureHeader)
+	}
+	var m *eventstream.Message
+	if isEnvelope {
+		st.sawEnvelope = true
+		if d, ok := env.Headers.Get(eventstream.DateHeader); ok && d.Type == eventstream.TypeTimestamp {
+			p.Date = d.Time()
+		}
+		if len(inner) == 0 {
+			return ReceivedPart{}, io.EOF
+		}
+		if err := eventstream.Unmarshal(inner, &st.inner); err != nil {
+			return p, st.violate(violation(RuleEvent, 0, validationErrorType, "the envelope payload is not an event-stream message", err))
+		}
+		m = &st.inner
+	} else {
+		m = env // SkipVerify: a bare event
+	}
+	if k := wire.Classify(m); k != wire.KindPayloadPart {
+		return p, st.violate(violation(RuleEvent, 0, validationErrorType,
+			fmt.Sprintf("request event has :message-type %q and :event-type %q, want event PayloadPart",
+				wire.String(m, wire.MessageTypeHeader), wire.String(m, wire.EventTypeHeader)), nil))
+	}
+	var wp wire.Part
+	if !wire.ParsePart(m, &wp) {
+		return p, st.violate(violation(RuleEvent, 0, validationErrorType,
+			"DataType must be UTF8 or BINARY and CompletionState PARTIAL or COMPLETE", nil))
+	}
+	p.Data = wp.Bytes
+	if wp.UTF8() {
+		p.Type = bidi.DataTypeUTF8
+	}
+	p.Complete = wp.Complete()
+	p.DataTypeSet = wp.DataType != nil
+	p.CompletionStateSet = wp.CompletionState != nil
+	if wp.Padding != nil {
+		p.Padding = len(wp.Padding)
+	}
+	return p, nil
+}
+
+// bodyError classifies an error from decoding the request body.
+func (st *Stream) bodyError(err error) error {
+	var (
+		crc *eventstream.ChecksumError
+		ln  *eventstream.LengthError
+	)
+	switch {
+	case err == io.EOF && st.verifier == nil && !st.sawEnvelope:
+		return io.EOF // SkipVerify with bare events: no end frame to expect
+	case err == io.EOF:
+		return st.violate(violation(RuleEndFrame, 0, validationErrorType,
+			"the request body ended without the signed end frame", nil))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return st.violate(violation(RuleFraming, 0, validationErrorType,
+			"the request body ended inside an event-stream message", err))
+	case errors.As(err, &crc), errors.As(err, &ln), errors.Is(err, eventstream.ErrInvalidHeader):
+		return st.violate(violation(RuleFraming, 0, validationErrorType,
+			"malformed event-stream message in the request body", err))
+	}
+	return fmt.Errorf("biditest: reading request body: %w", err)
+}
+
+// violate records v and reports it to the client.
+func (st *Stream) violate(v *Violation) *Violation {
+	st.s.record(v)
+	st.sendViolation(v)
+	return v
+}
+
+// record keeps a copy of p for Received, within MaxRecorded.
+func (st *Stream) record(p ReceivedPart) {
+	limit := st.s.MaxRecorded
+	if limit == 0 {
+		limit = DefaultMaxRecorded
+	}
+	st.recMu.Lock()
+	defer st.recMu.Unlock()
+	if len(st.received) < limit {
+		p.Data = append([]byte(nil), p.Data...)
+		st.received = append(st.received, p)
+	}
+}
+
+// release drops the stream's buffers once the handler has returned, so
+// that the streams a server keeps for assertions stay small.
+func (st *Stream) release() {
+	if st.rmu.TryLock() {
+		st.dec, st.inner = nil, eventstream.Message{}
+		if st.rerr == nil {
+			st.rerr = ErrStreamDone
+		}
+		st.rmu.Unlock()
+	}
+	if st.wmu.TryLock() {
+		st.wbuf, st.hdrs, st.part = nil, nil, wire.Part{}
+		st.wmu.Unlock()
+	}
+}

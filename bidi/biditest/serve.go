@@ -1,0 +1,125 @@
+package biditest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+)
+
+// serveHTTP is the http.Handler of every generation: it checks the
+// request, rejects it with a restJson1 error and records the violation,
+// or runs the Handler on a new Stream.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.writeError(w, newRequestID(), http.StatusServiceUnavailable, "ServiceUnavailableError", "server closed")
+		return
+	}
+	s.handlers.Add(1)
+	s.mu.Unlock()
+	defer s.handlers.Done()
+
+	reqID := newRequestID()
+	st, v := s.newStreamFor(w, r, reqID)
+	if v != nil {
+		s.record(v)
+		s.writeError(w, reqID, v.status, v.errorType, v.Message)
+		return
+	}
+	s.mu.Lock()
+	s.streams = append(s.streams, st)
+	s.mu.Unlock()
+
+	defer st.release()
+	returned := false
+	defer func() {
+		if !returned {
+			// The handler panicked, or called Reset: stop the writers and
+			// let net/http reset the stream.
+			st.stopWrites(true)
+		}
+	}()
+	s.handler.ServeBidi(st)
+	returned = true
+	st.finish()
+}
+
+// newStreamFor runs the request checks in the service's order: transport
+// and operation, protocol headers, signature, then the inputs.
+func (s *Server) newStreamFor(w http.ResponseWriter, r *http.Request, reqID string) (*Stream, *Violation) {
+	name, v := checkOperation(r)
+	if v != nil {
+		return nil, v
+	}
+	if v := s.checkProtocolHeaders(r); v != nil {
+		return nil, v
+	}
+	var seed []byte
+	if !s.SkipVerify {
+		if seed, v = s.verifySeed(r); v != nil {
+			return nil, v
+		}
+	}
+	in, v := checkInputs(r, name)
+	if v != nil {
+		return nil, v
+	}
+	st := &Stream{
+		EndpointName:        in.endpointName,
+		TargetVariant:       in.targetVariant,
+		ModelInvocationPath: in.invocationPath,
+		ModelQueryString:    in.queryString,
+		Header:              r.Header.Clone(),
+		RemoteAddr:          r.RemoteAddr,
+		RequestID:           reqID,
+		s:                   s,
+		r:                   r,
+		w:                   w,
+		rc:                  http.NewResponseController(w),
+	}
+	if seed != nil {
+		st.verifier = s.newVerifier(seed)
+	}
+	return st, nil
+}
+
+// writeError writes a restJson1 error response.
+func (s *Server) writeError(w http.ResponseWriter, reqID string, status int, errorType, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set(errorTypeHeader, errorType)
+	h.Set(requestIDHeader, reqID)
+	s.setDate(h)
+	w.WriteHeader(status)
+	body, _ := json.Marshal(map[string]string{"message": msg})
+	w.Write(body)
+}
+
+// setDate sets the Date header from the server's clock when it is not the
+// real one (net/http sets it otherwise).
+func (s *Server) setDate(h http.Header) {
+	if s.Now != nil {
+		h.Set("Date", s.Now().UTC().Format(http.TimeFormat))
+	}
+}
+
+// newRequestID returns a random UUID-shaped request id.
+func newRequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:36], b[10:16])
+	return string(s[:])
+}

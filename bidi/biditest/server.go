@@ -1,0 +1,485 @@
+package biditest
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+)
+
+// The credentials and Region a [Server] accepts unless configured
+// otherwise. [Server.AWSConfig] and [Server.Client] hand them out.
+const (
+	AccessKeyID     = "AKIDBIDITEST"
+	SecretAccessKey = "biditest-secret-access-key-0000"
+	Region          = "us-west-2"
+)
+
+// Defaults of the [Server] fields whose zero value means "default".
+const (
+	DefaultMaxConcurrentStreams = 250
+	DefaultMaxClockSkew         = 15 * time.Minute
+	DefaultMaxRecvMessageSize   = 16 << 20
+	DefaultMaxRecorded          = 1024
+)
+
+// A Server is a SageMaker-compatible bidirectional streaming server for
+// tests: HTTP/2 over TLS on a loopback address, with SigV4 verification of
+// the request and of every event, and a [Handler] that scripts the model.
+//
+// Fields other than URL and Listener may be set on an unstarted server
+// (see [NewUnstartedServer]) and must not be changed after [Server.Start].
+// URL, Certificate, HTTPClient, AWSConfig and Client are meaningful once
+// the server is started. The methods are safe for concurrent use.
+type Server struct {
+	// URL is the base URL of the server, "https://127.0.0.1:PORT" (or
+	// "http://…" with H2C), set by Start. It is the BaseEndpoint of a client.
+	URL string
+
+	// Listener accepts the server's connections. Start creates one on a
+	// loopback address when it is nil.
+	Listener net.Listener
+
+	// TLS is the server's TLS configuration. Nil means a certificate
+	// generated at Start for 127.0.0.1, ::1 and localhost; a configuration
+	// without certificates gets that certificate added.
+	TLS *tls.Config
+
+	// Credentials are the only credentials the server accepts. The zero
+	// value means AccessKeyID and SecretAccessKey without a session token.
+	// With a SessionToken, requests must sign a matching
+	// X-Amz-Security-Token header.
+	Credentials aws.Credentials
+
+	// Region is the signing region the server expects. "" means Region.
+	Region string
+
+	// SkipVerify accepts requests without checking any signature: the
+	// Authorization, X-Amz-Date and X-Amz-Content-Sha256 headers and the
+	// :chunk-signature of events are ignored, and bare (unsigned) event
+	// messages are accepted in place of envelopes.
+	SkipVerify bool
+
+	// MaxConcurrentStreams is the number of concurrent streams a client
+	// may open on one connection. 0 means DefaultMaxConcurrentStreams.
+	MaxConcurrentStreams uint32
+
+	// MaxReceiveBufferPerStream is the HTTP/2 flow-control window for a
+	// request body, in bytes. 0 means net/http's default (1 MiB). With a
+	// small value, a client writing to a stream whose handler does not
+	// receive is blocked by flow control after that many bytes.
+	MaxReceiveBufferPerStream int
+
+	// H2C serves HTTP/2 without TLS, with prior knowledge. URL then starts
+	// with "http://", and HTTPClient speaks unencrypted HTTP/2.
+	H2C bool
+
+	// MaxClockSkew is how far the request's X-Amz-Date and each event's
+	// :date may be from the server's clock. 0 means DefaultMaxClockSkew; a
+	// negative value disables the check.
+	MaxClockSkew time.Duration
+
+	// MaxRecvMessageSize bounds the message [Stream.Recv] reassembles, in
+	// bytes. 0 means DefaultMaxRecvMessageSize.
+	MaxRecvMessageSize int
+
+	// MaxRecorded is the number of parts per stream that [Stream.Received]
+	// keeps (the first ones). 0 means DefaultMaxRecorded; a negative value
+	// keeps none, for benchmarks.
+	MaxRecorded int
+
+	// Now returns the server's clock, used for the skew checks and the
+	// Date response header. Nil means time.Now.
+	Now func() time.Time
+
+	// ErrorLog receives net/http's server errors. Nil means standard
+	// error, without TLS handshake failures.
+	ErrorLog *log.Logger
+
+	handler   Handler
+	creds     aws.Credentials
+	region    string
+	maxSkew   time.Duration
+	cert      *x509.Certificate
+	tlsConfig *tls.Config
+	client    *http.Client
+	ctx       context.Context
+	cancel    context.CancelFunc
+	acceptCh  chan *trackedConn
+
+	mu         sync.Mutex
+	started    bool
+	closed     bool
+	gen        *generation   // serves new connections
+	gens       []*generation // every generation, the current one last
+	conns      map[*trackedConn]struct{}
+	streams    []*Stream
+	sdkClients []*http.Client                // made by Client
+	paused     atomic.Pointer[chan struct{}] // non-nil while connections are paused
+	violations []error
+	handlers   sync.WaitGroup // running ServeHTTP calls
+	bg         sync.WaitGroup // the accept loop, Serve loops and background shutdowns
+}
+
+// NewServer starts and returns a new Server running h. A nil h means
+// [Echo]. The caller should call Close when finished, to shut it down.
+func NewServer(h Handler) *Server {
+	s := NewUnstartedServer(h)
+	s.Start()
+	return s
+}
+
+// NewUnstartedServer returns a new Server running h, without starting it.
+// A nil h means [Echo]. Set its fields, then call [Server.Start].
+func NewUnstartedServer(h Handler) *Server {
+	if h == nil {
+		h = Echo()
+	}
+	return &Server{handler: h}
+}
+
+// Start starts a server from NewUnstartedServer. It panics if the server
+// was already started or closed, or if it cannot listen on a loopback
+// address.
+func (s *Server) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.closed {
+		panic("biditest: Server started twice or after Close")
+	}
+	s.started = true
+
+	s.creds = s.Credentials
+	if s.creds.AccessKeyID == "" && s.creds.SecretAccessKey == "" {
+		s.creds = aws.Credentials{AccessKeyID: AccessKeyID, SecretAccessKey: SecretAccessKey, Source: "biditest"}
+	}
+	s.region = s.Region
+	if s.region == "" {
+		s.region = Region
+	}
+	s.maxSkew = s.MaxClockSkew
+	if s.maxSkew == 0 {
+		s.maxSkew = DefaultMaxClockSkew
+	}
+	if s.ErrorLog == nil {
+		s.ErrorLog = log.New(handshakeFilter{os.Stderr}, "", log.LstdFlags)
+	}
+	if s.Listener == nil {
+		s.Listener = newLocalListener()
+	}
+	scheme := "http"
+	if !s.H2C {
+		scheme = "https"
+		s.setupTLS()
+	}
+	s.URL = scheme + "://" + s.Listener.Addr().String()
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.acceptCh = make(chan *trackedConn)
+	s.conns = make(map[*trackedConn]struct{})
+	s.client = s.newClient()
+
+	s.bg.Add(1)
+	go s.acceptLoop()
+	s.startGenerationLocked()
+}
+
+func newLocalListener() net.Listener {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err == nil {
+		return l
+	}
+	if l, err6 := net.Listen("tcp6", "[::1]:0"); err6 == nil {
+		return l
+	}
+	panic(fmt.Sprintf("biditest: failed to listen on a loopback port: %v", err))
+}
+
+func (s *Server) setupTLS() {
+	cfg := s.TLS.Clone()
+	if cfg == nil {
+		cfg = new(tls.Config)
+	}
+	if len(cfg.Certificates) == 0 && cfg.GetCertificate == nil {
+		cert, err := newCertificate()
+		if err != nil {
+			panic(err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	if len(cfg.Certificates) > 0 {
+		s.cert = leafOf(&cfg.Certificates[0])
+	}
+	s.tlsConfig = cfg
+}
+
+func (s *Server) newClient() *http.Client {
+	tr := &http.Transport{
+		Protocols:         new(http.Protocols),
+		ForceAttemptHTTP2: true,
+	}
+	if s.H2C {
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	} else {
+		pool := x509.NewCertPool()
+		if s.cert != nil {
+			pool.AddCert(s.cert)
+		}
+		tr.Protocols.SetHTTP2(true)
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	}
+	return &http.Client{Transport: tr}
+}
+
+// Close shuts the server down: it stops listening, cancels the context of
+// every stream, closes every connection and waits for the handlers to
+// return. A handler should watch [Stream.Context]; Close reports to
+// ErrorLog when one is still running after 5 seconds, and keeps waiting.
+// Close may be called more than once.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	started, gens := s.started, s.gens
+	s.mu.Unlock()
+	if !started {
+		if s.Listener != nil {
+			s.Listener.Close()
+		}
+		return
+	}
+
+	s.ResumeConnections() // so that closing connections can write
+	s.cancel()
+	s.Listener.Close()
+	for _, g := range gens {
+		g.ln.Close()
+		g.srv.Close()
+	}
+	s.closeConns()
+
+	done := make(chan struct{})
+	go func() {
+		s.handlers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		s.ErrorLog.Printf("biditest: Server.Close waiting for handlers to return (%s)", s.URL)
+		<-done
+	}
+	s.bg.Wait()
+	s.client.CloseIdleConnections()
+	s.mu.Lock()
+	clients := s.sdkClients
+	s.mu.Unlock()
+	for _, c := range clients {
+		c.CloseIdleConnections()
+	}
+}
+
+// CloseClientConnections closes every connection abruptly, at the TCP
+// level, without GOAWAY or RST_STREAM. Handlers see their
+// [Stream.Context] done. The server keeps accepting new connections.
+func (s *Server) CloseClientConnections() {
+	s.closeConns()
+}
+
+func (s *Server) closeConns() {
+	s.mu.Lock()
+	conns := make([]*trackedConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// PauseConnections freezes every connection, current and new: the server
+// stops reading and writing (a read already in progress may complete),
+// so it answers neither requests nor HTTP/2 PINGs, like a peer that died
+// without closing its TCP connections. Handlers keep running but their
+// writes block. ResumeConnections and Close undo it;
+// CloseClientConnections closes paused connections as any other.
+func (s *Server) PauseConnections() {
+	gate := make(chan struct{})
+	s.paused.CompareAndSwap(nil, &gate)
+}
+
+// ResumeConnections lets paused connections proceed.
+func (s *Server) ResumeConnections() {
+	if gate := s.paused.Swap(nil); gate != nil {
+		close(*gate)
+	}
+}
+
+// GoAway starts a graceful shutdown of every current connection: each
+// gets an HTTP/2 GOAWAY frame (NO_ERROR), its running streams may finish,
+// and it closes once they have. New streams go to new connections, which
+// the server keeps accepting. GoAway returns once every such connection
+// has written the frame or closed (at most about a second), plus a short
+// grace period for clients to read it. As with a real server, a stream a
+// client starts at the same moment may still be refused.
+func (s *Server) GoAway() {
+	s.mu.Lock()
+	if !s.started || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	old := s.gen
+	s.startGenerationLocked()
+	var pending []*trackedConn
+	var marks []uint64
+	for c := range s.conns {
+		if c.gen == old {
+			pending = append(pending, c)
+			marks = append(marks, c.writes.Load())
+		}
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		// Shutdown closes the generation's listener, sends GOAWAY on its
+		// HTTP/2 connections and waits for them to finish, or for Close.
+		old.srv.Shutdown(s.ctx)
+	}()
+	s.mu.Unlock()
+
+	if len(pending) == 0 {
+		return
+	}
+	deadline := time.Now().Add(time.Second)
+	for i, c := range pending {
+		for c.writes.Load() == marks[i] && !c.closed.Load() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// HTTP/2 has no acknowledgement of GOAWAY: give the clients a moment
+	// to read it before they start new streams.
+	time.Sleep(goAwayGrace)
+}
+
+// goAwayGrace is how long GoAway waits after the frames went out.
+const goAwayGrace = 50 * time.Millisecond
+
+// Certificate returns the certificate the server presents, or nil with
+// H2C.
+func (s *Server) Certificate() *x509.Certificate { return s.cert }
+
+// HTTPClient returns an HTTP/2-only client that trusts the server's
+// certificate and nothing else (with H2C, a client speaking unencrypted
+// HTTP/2). Every call returns the same client; Close closes its idle
+// connections.
+func (s *Server) HTTPClient() *http.Client { return s.client }
+
+// AWSConfig returns a configuration for the server: its Region, static
+// credentials it accepts, BaseEndpoint set to URL and HTTPClient.
+func (s *Server) AWSConfig() aws.Config {
+	return aws.Config{
+		Region:       s.region,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.creds.AccessKeyID, s.creds.SecretAccessKey, s.creds.SessionToken),
+		BaseEndpoint: aws.String(s.URL),
+		HTTPClient:   s.client,
+	}
+}
+
+// Client returns a bidi client for the server: bidi.NewFromConfig with
+// AWSConfig, Region and BaseEndpoint, then optFns. Unless optFns set
+// Options.HTTPClient, the client uses the package's default transport
+// (bidi.NewHTTPClient, with the health checks of the resolved options)
+// trusting only the server's certificate, so that sessions run as they
+// would in production. Close closes its idle connections.
+func (s *Server) Client(optFns ...func(*bidi.Options)) *bidi.Client {
+	fns := make([]func(*bidi.Options), 0, len(optFns)+2)
+	fns = append(fns, func(o *bidi.Options) {
+		o.Region = s.region
+		o.BaseEndpoint = aws.String(s.URL)
+		o.HTTPClient = nil // chosen last, unless optFns choose
+	})
+	fns = append(fns, optFns...)
+	fns = append(fns, func(o *bidi.Options) {
+		if o.HTTPClient == nil {
+			o.HTTPClient = s.sdkHTTPClient(o.HealthCheckInterval, o.HealthCheckTimeout)
+		}
+	})
+	return bidi.NewFromConfig(s.AWSConfig(), fns...)
+}
+
+// sdkHTTPClient returns bidi's default HTTP client trusting the server.
+func (s *Server) sdkHTTPClient(interval, timeout time.Duration) *http.Client {
+	hc := bidi.NewHTTPClient(func(o *bidi.HTTPClientOptions) {
+		if !s.H2C {
+			pool := x509.NewCertPool()
+			if s.cert != nil {
+				pool.AddCert(s.cert)
+			}
+			o.TLSConfig = &tls.Config{RootCAs: pool}
+		}
+		o.HealthCheckInterval = interval
+		o.HealthCheckTimeout = timeout
+	})
+	s.mu.Lock()
+	s.sdkClients = append(s.sdkClients, hc)
+	s.mu.Unlock()
+	return hc
+}
+
+// Streams returns every stream that reached the handler so far, in
+// arrival order. Requests rejected before the handler are not streams;
+// see Violations.
+func (s *Server) Streams() []*Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Stream(nil), s.streams...)
+}
+
+// Violations returns the protocol violations seen so far, in order: each
+// is a [*Violation].
+func (s *Server) Violations() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]error(nil), s.violations...)
+}
+
+func (s *Server) record(v *Violation) {
+	s.mu.Lock()
+	s.violations = append(s.violations, v)
+	s.mu.Unlock()
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// handshakeFilter drops the log lines of failed TLS handshakes, which
+// clients that do not trust the server cause on purpose.
+type handshakeFilter struct{ w io.Writer }
+
+func (f handshakeFilter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("TLS handshake error")) {
+		return len(p), nil
+	}
+	return f.w.Write(p)
+}

@@ -1,0 +1,309 @@
+package biditest
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
+)
+
+// handlerCalled returns a handler that reports that it ran.
+func handlerCalled(called chan<- struct{}) Handler {
+	return HandlerFunc(func(st *Stream) { called <- struct{}{} })
+}
+
+// expectRejection checks an HTTP error response, the violation recorded
+// and that the handler did not run.
+func expectRejection(t *testing.T, s *Server, rs *rawStream, called chan struct{}, status int, errorType string, rule Rule) {
+	t.Helper()
+	resp := rs.mustResponse()
+	if resp.StatusCode != status || resp.Header.Get("X-Amzn-ErrorType") != errorType ||
+		resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("X-Amzn-RequestId") == "" {
+		t.Fatalf("response %d %v, want %d %s", resp.StatusCode, resp.Header, status, errorType)
+	}
+	var body struct{ Message string }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Message == "" {
+		t.Fatalf("error body: %v %+v", err, body)
+	}
+	if strings.Contains(body.Message, SecretAccessKey) || strings.Contains(body.Message, "Signature=") {
+		t.Fatalf("error message leaks a secret: %q", body.Message)
+	}
+	if rules := violationsOf(s); len(rules) != 1 || rules[0] != rule {
+		t.Fatalf("violations %v, want [%s]", s.Violations(), rule)
+	}
+	var v *Violation
+	if !errors.As(s.Violations()[0], &v) || v.StatusCode() != status || v.ErrorType() != errorType || !errors.Is(v, ErrViolation) {
+		t.Fatalf("violation %#v", s.Violations()[0])
+	}
+	select {
+	case <-called:
+		t.Fatal("the handler ran for a rejected request")
+	default:
+	}
+	if len(s.Streams()) != 0 {
+		t.Fatal("a rejected request became a stream")
+	}
+}
+
+func TestRequestRejections(t *testing.T) {
+	wrongSecret := aws.Credentials{AccessKeyID: AccessKeyID, SecretAccessKey: "not-the-secret"}
+	tests := []struct {
+		name      string
+		endpoint  string
+		mod       func(*rawOptions)
+		status    int
+		errorType string
+		rule      Rule
+	}{
+		{"bad seed signature", "e", func(o *rawOptions) { o.creds = wrongSecret }, 403, "InvalidSignatureException", RuleSignature},
+		{"unknown access key", "e", func(o *rawOptions) { o.creds.AccessKeyID = "AKIDOTHER" }, 403, "UnrecognizedClientException", RuleSignature},
+		{"wrong region", "e", func(o *rawOptions) { o.region = "eu-west-1" }, 403, "InvalidSignatureException", RuleSignature},
+		{"wrong service", "e", func(o *rawOptions) { o.service = "bedrock" }, 403, "InvalidSignatureException", RuleSignature},
+		{"clock skew", "e", func(o *rawOptions) { o.signTime = time.Now().Add(-time.Hour) }, 403, "InvalidSignatureException", RuleSignature},
+		{"unexpected session token", "e", func(o *rawOptions) { o.creds.SessionToken = "token" }, 403, "UnrecognizedClientException", RuleSignature},
+		{"missing authorization", "e", func(o *rawOptions) { o.noSignature = true }, 403, "MissingAuthenticationTokenException", RuleSignature},
+		{"header changed after signing", "e", func(o *rawOptions) {
+			o.header.Set("X-Amzn-SageMaker-Target-Variant", "v1")
+			o.afterSign = func(r *http.Request) { r.Header.Set("X-Amzn-SageMaker-Target-Variant", "v2") }
+		}, 403, "InvalidSignatureException", RuleSignature},
+		{"host not signed", "e", func(o *rawOptions) {
+			o.afterSign = func(r *http.Request) {
+				r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), "host;", "", 1))
+			}
+		}, 403, "InvalidSignatureException", RuleSignature},
+		{"wrong content type", "e", func(o *rawOptions) { o.header.Set("Content-Type", "application/json") }, 400, "ValidationError", RuleHeader},
+		{"missing content type", "e", func(o *rawOptions) { o.header.Del("Content-Type") }, 400, "ValidationError", RuleHeader},
+		{"wrong content sha256", "e", func(o *rawOptions) { o.header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD") }, 400, "ValidationError", RuleHeader},
+		{"invalid endpoint name", "bad_name", nil, 400, "ValidationError", RuleInput},
+		{"endpoint name too long", strings.Repeat("a", 64), nil, 400, "ValidationError", RuleInput},
+		{"endpoint name ends with hyphen", "a-", nil, 400, "ValidationError", RuleInput},
+		{"invalid target variant", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Target-Variant", "-v") }, 400, "ValidationError", RuleInput},
+		{"invalid invocation path", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Model-Invocation-Path", "/abs") }, 400, "ValidationError", RuleInput},
+		{"invalid query string", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Model-Query-String", "a=b&c") }, 400, "ValidationError", RuleInput},
+		{"wrong method", "e", func(o *rawOptions) { o.method = http.MethodPut }, 404, "UnknownOperationException", RuleOperation},
+		{"wrong path", "e", func(o *rawOptions) { o.path = "/endpoints/e/invocations" }, 404, "UnknownOperationException", RuleOperation},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			called := make(chan struct{}, 1)
+			s := newTestServer(t, handlerCalled(called))
+			var mods []func(*rawOptions)
+			if tt.mod != nil {
+				mods = append(mods, tt.mod)
+			}
+			rs := openRaw(t, s, tt.endpoint, mods...)
+			rs.sendText("not read")
+			expectRejection(t, s, rs, called, tt.status, tt.errorType, tt.rule)
+		})
+	}
+}
+
+func TestValidInputs(t *testing.T) {
+	got := make(chan *Stream, 1)
+	s := newTestServer(t, HandlerFunc(func(st *Stream) { got <- st }))
+	rs := openRaw(t, s, "my-endpoint-1", func(o *rawOptions) {
+		o.header.Set("X-Amzn-SageMaker-Target-Variant", "variant--1")
+		o.header.Set("X-Amzn-SageMaker-Model-Invocation-Path", "v1/chat.completions")
+		o.header.Set("X-Amzn-SageMaker-Model-Query-String", "model=llama&token=a%2Fb")
+	})
+	if resp := rs.mustResponse(); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	st := recvWithin(t, got, "stream")
+	if st.EndpointName != "my-endpoint-1" || st.TargetVariant != "variant--1" ||
+		st.ModelInvocationPath != "v1/chat.completions" || st.ModelQueryString != "model=llama&token=a%2Fb" {
+		t.Fatalf("stream inputs %+v", st)
+	}
+}
+
+func TestSessionToken(t *testing.T) {
+	creds := aws.Credentials{AccessKeyID: "ASIATEST", SecretAccessKey: "secret", SessionToken: "session-token"}
+	s := newTestServer(t, Echo(), func(s *Server) { s.Credentials = creds })
+	if c, err := s.AWSConfig().Credentials.Retrieve(t.Context()); err != nil || c.SessionToken != "session-token" || c.AccessKeyID != "ASIATEST" {
+		t.Fatalf("AWSConfig credentials %v %v", c.AccessKeyID, err)
+	}
+	rs := openRaw(t, s, "e", func(o *rawOptions) { o.creds = creds })
+	rs.sendText("hi")
+	if m := rs.mustNext(); string(m.Payload) != "hi" {
+		t.Fatalf("echo %q", m.Payload)
+	}
+
+	noToken := creds
+	noToken.SessionToken = ""
+	called := make(chan struct{}, 1)
+	s2 := newTestServer(t, handlerCalled(called), func(s *Server) { s.Credentials = creds })
+	rs2 := openRaw(t, s2, "e", func(o *rawOptions) { o.creds = noToken })
+	expectRejection(t, s2, rs2, called, 403, "UnrecognizedClientException", RuleSignature)
+}
+
+// TestVerifySeedKnownAnswer checks the seed verification against the signed
+// request of WIRE.md §3.4 (vectors.txt B2).
+func TestVerifySeedKnownAnswer(t *testing.T) {
+	signed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := NewUnstartedServer(nil)
+	s.Credentials = aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}
+	s.Now = func() time.Time { return signed.Add(4 * time.Minute) }
+	s.creds, s.region, s.maxSkew = s.Credentials, Region, DefaultMaxClockSkew
+
+	r := &http.Request{
+		Method: "POST", Proto: "HTTP/2.0", ProtoMajor: 2,
+		Host:   "runtime.sagemaker.us-west-2.amazonaws.com:8443",
+		URL:    &url.URL{Path: "/endpoints/my-endpoint/invocations-bidirectional-stream"},
+		Header: http.Header{},
+	}
+	r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260102/us-west-2/sagemaker/aws4_request, SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date, Signature=95790b6ae41e58ce0870758168d1920589b93feb7c61d1839675cb6c2e515258")
+	r.Header.Set("Content-Type", "application/vnd.amazon.eventstream")
+	r.Header.Set("X-Amz-Content-Sha256", "STREAMING-AWS4-HMAC-SHA256-EVENTS")
+	r.Header.Set("X-Amz-Date", "20260102T030405Z")
+	r.Header.Set("User-Agent", "not signed")
+	r = r.WithContext(t.Context())
+
+	seed, v := s.verifySeed(r)
+	if v != nil {
+		t.Fatal(v)
+	}
+	if hex.EncodeToString(seed) != "95790b6ae41e58ce0870758168d1920589b93feb7c61d1839675cb6c2e515258" {
+		t.Fatalf("seed %x", seed)
+	}
+
+	r.Header.Set("X-Amz-Date", "20260102T030406Z")
+	if _, v := s.verifySeed(r); v == nil || v.Rule != RuleSignature {
+		t.Fatalf("changed X-Amz-Date: %v", v)
+	}
+	r.Header.Set("X-Amz-Date", "20260102T030405Z")
+	s.Now = func() time.Time { return signed.Add(16 * time.Minute) }
+	if _, v := s.verifySeed(r); v == nil || !strings.Contains(v.Message, "Signature expired") {
+		t.Fatalf("skew beyond 15 min: %v", v)
+	}
+}
+
+// expectStreamViolation checks what the client sees after a mid-stream
+// violation: an error message with errorCode, then a stream reset.
+func expectStreamViolation(t *testing.T, rs *rawStream, errorCode string) {
+	t.Helper()
+	for {
+		m, err := rs.next()
+		if err != nil {
+			t.Fatalf("reading response: %v, want an error message", err)
+		}
+		if wire.Classify(m) == wire.KindPayloadPart {
+			continue
+		}
+		if wire.Classify(m) != wire.KindError || wire.String(m, wire.ErrorCodeHeader) != errorCode || wire.String(m, wire.ErrorMessageHeader) == "" {
+			t.Fatalf("got %v, want an error message %s", m.Headers, errorCode)
+		}
+		break
+	}
+	_, err := rs.next()
+	if err == nil || err == io.EOF || !strings.Contains(err.Error(), "INTERNAL_ERROR") {
+		t.Fatalf("after the error message: %v, want a stream reset", err)
+	}
+}
+
+// recvAll returns a handler that echoes parts until an error, which it
+// sends on errc.
+func recvAll(errc chan<- error) Handler {
+	return HandlerFunc(func(st *Stream) {
+		for {
+			p, err := st.RecvPart()
+			if err != nil {
+				errc <- err
+				return
+			}
+			st.SendPart(p.Part)
+		}
+	})
+}
+
+func TestMidStreamViolations(t *testing.T) {
+	tests := []struct {
+		name      string
+		send      func(rs *rawStream) // after one good part
+		rule      Rule
+		errorCode string
+	}{
+		{"tampered chunk signature", func(rs *rawStream) {
+			bad := eventstream.NewSigner(aws.Credentials{SecretAccessKey: "wrong"}, Region, "sagemaker", make([]byte, 32))
+			b, _ := bad.AppendMessage(nil, rs.part(wire.Part{Bytes: []byte("forged")}))
+			rs.write(b)
+		}, RuleChunkSignature, "InvalidSignatureException"},
+		{"missing end frame", func(rs *rawStream) { rs.pw.Close() }, RuleEndFrame, "ValidationError"},
+		{"truncated envelope", func(rs *rawStream) {
+			b, _ := rs.signer.AppendMessage(nil, rs.part(wire.Part{Bytes: []byte("cut")}))
+			rs.write(b[:len(b)-3])
+			rs.pw.Close()
+		}, RuleFraming, "ValidationError"},
+		{"garbage", func(rs *rawStream) { rs.write([]byte("this is not an event stream....")) }, RuleFraming, "ValidationError"},
+		{"not a PayloadPart", func(rs *rawStream) {
+			rs.sendMessage(&eventstream.Message{Headers: eventstream.Headers{
+				{Name: ":message-type", Value: eventstream.StringValue("event")},
+				{Name: ":event-type", Value: eventstream.StringValue("Other")},
+			}})
+		}, RuleEvent, "ValidationError"},
+		{"bad DataType", func(rs *rawStream) { rs.sendPart(wire.Part{Bytes: []byte("x"), DataType: []byte("TEXT")}) }, RuleEvent, "ValidationError"},
+		{"envelope payload not a message", func(rs *rawStream) {
+			b, _ := rs.signer.AppendPayload(nil, []byte("raw bytes, not a message"))
+			rs.write(b)
+		}, RuleEvent, "ValidationError"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errc := make(chan error, 1)
+			s := newTestServer(t, recvAll(errc))
+			rs := openRaw(t, s, "e")
+			if err := rs.sendText("good"); err != nil {
+				t.Fatal(err)
+			}
+			tt.send(rs)
+			err := recvWithin(t, errc, "RecvPart error")
+			var v *Violation
+			if !errors.As(err, &v) || v.Rule != tt.rule {
+				t.Fatalf("RecvPart = %v, want a %s violation", err, tt.rule)
+			}
+			expectStreamViolation(t, rs, tt.errorCode)
+			if rules := violationsOf(s); len(rules) != 1 || rules[0] != tt.rule {
+				t.Fatalf("violations %v", s.Violations())
+			}
+			if got := s.Streams()[0].Received(); len(got) != 1 || string(got[0].Data) != "good" {
+				t.Fatalf("received %+v", got)
+			}
+		})
+	}
+}
+
+func TestSkipVerify(t *testing.T) {
+	errc := make(chan error, 1)
+	s := newTestServer(t, recvAll(errc), func(s *Server) { s.SkipVerify = true })
+	rs := openRaw(t, s, "e", func(o *rawOptions) {
+		o.noSignature = true
+		o.header.Del("X-Amz-Content-Sha256")
+	})
+	// A bare (unsigned) event, then a signed envelope with a made-up seed.
+	var p wire.Part
+	b, _ := eventstream.AppendMessage(nil, rs.part(wire.Part{Bytes: []byte("bare")}))
+	rs.write(b)
+	rs.sendPart(wire.Part{Bytes: []byte("signed"), CompletionState: wire.CompletionComplete})
+	rs.end()
+	for _, want := range []string{"bare", "signed"} {
+		m := rs.mustNext()
+		if !wire.ParsePart(m, &p) || string(p.Bytes) != want {
+			t.Fatalf("echo %q, want %q", m.Payload, want)
+		}
+	}
+	if err := recvWithin(t, errc, "end"); err != io.EOF {
+		t.Fatalf("end: %v", err)
+	}
+	if v := s.Violations(); len(v) != 0 {
+		t.Fatalf("violations %v", v)
+	}
+}
