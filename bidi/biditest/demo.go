@@ -1,0 +1,125 @@
+package biditest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/demomodel"
+)
+
+// DemoOptions configures [DemoModel]. The zero value is ready to use.
+type DemoOptions struct {
+	// Seed seeds the random cuts of streamed answers, so a run can be
+	// replayed. Zero means 1.
+	Seed uint64
+	// MaxCut is the largest number of bytes between two cuts of a streamed
+	// answer. Zero means 48.
+	MaxCut int
+	// FragmentSize is the size of the parts a binary message is echoed in.
+	// Zero means 1024.
+	FragmentSize int
+	// Now gives the "created" time of completions. Nil means a fixed time,
+	// so that answers are reproducible.
+	Now func() time.Time
+}
+
+// DemoModel returns a handler that plays a small OpenAI-compatible chat
+// model of the kind SageMaker hosts, for demos and tests:
+//
+//   - A UTF8 message holding an OpenAI chat request with "stream": true is
+//     answered with chat.completion.chunk server-sent events
+//     (reasoning_content deltas, then content deltas, then a chunk with
+//     finish_reason and usage, then "data: [DONE]"). The bytes of the
+//     answer are cut at random points, so events and even UTF-8 sequences
+//     straddle messages, and each piece is sent as PARTIAL…COMPLETE parts
+//     of random sizes: a client must reassemble and frame it properly.
+//   - A chat request without "stream" is answered with one chat.completion
+//     JSON message.
+//   - Other text is echoed as one part.
+//   - A BINARY message (audio, say) is echoed back in PARTIAL parts of
+//     FragmentSize bytes ending with a COMPLETE part.
+//
+// The model "reasons" about the last user message, then repeats it: the
+// answer to "hi" is "You said: hi". Every answer ends when the client ends
+// its side of the stream.
+func DemoModel(opts *DemoOptions) Handler {
+	var o DemoOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.MaxCut <= 0 {
+		o.MaxCut = 48
+	}
+	if o.FragmentSize <= 0 {
+		o.FragmentSize = 1024
+	}
+	if o.Now == nil {
+		fixed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		o.Now = func() time.Time { return fixed }
+	}
+	return HandlerFunc(func(st *Stream) {
+		rng := rand.New(rand.NewPCG(o.Seed, 0x5eed))
+		if st.Accept() != nil {
+			return
+		}
+		for turn := 1; ; turn++ {
+			m, err := st.Recv()
+			if err != nil {
+				return
+			}
+			if err := answer(st, m, turn, rng, &o); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// answer sends the demo model's reply to one message.
+func answer(st *Stream, m bidi.Message, turn int, rng *rand.Rand, o *DemoOptions) error {
+	if m.Type == bidi.DataTypeBinary {
+		return sendFragments(st, m, func(int) int { return o.FragmentSize })
+	}
+	req, ok := demomodel.ParseChatRequest(m.Data)
+	if !ok {
+		return st.Send(m)
+	}
+	c := demomodel.NewCompletion(req, fmt.Sprintf("chatcmpl-demo-%d", turn), o.Now().Unix())
+	if !req.Stream {
+		return st.Send(bidi.Text(string(c.Message())))
+	}
+	var sse []byte
+	for _, ev := range c.Events() {
+		sse = append(sse, ev...)
+	}
+	for len(sse) > 0 {
+		n := min(1+rng.IntN(o.MaxCut), len(sse))
+		piece := bidi.Message{Data: sse[:n], Type: bidi.DataTypeUTF8}
+		sse = sse[n:]
+		if err := sendFragments(st, piece, func(rest int) int { return 1 + rng.IntN(rest) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendFragments sends m as PARTIAL parts whose sizes size returns (given
+// the bytes left), ending with a COMPLETE part.
+func sendFragments(st *Stream, m bidi.Message, size func(rest int) int) error {
+	data := m.Data
+	for {
+		n := min(size(max(len(data), 1)), len(data))
+		last := n == len(data)
+		if err := st.SendPart(bidi.Part{Data: data[:n], Type: m.Type, Complete: last}); err != nil {
+			return err
+		}
+		if last {
+			return nil
+		}
+		data = data[n:]
+	}
+}
