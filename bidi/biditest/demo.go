@@ -41,7 +41,8 @@ type DemoOptions struct {
 //   - A BINARY message (audio, say) is echoed back in PARTIAL parts of
 //     FragmentSize bytes ending with a COMPLETE part.
 //
-// The model "reasons" about the last user message, then repeats it: the
+// It reports the target variant, or "AllTraffic", as the invoked
+// production variant. The model "reasons" about the last user message, then repeats it: the
 // answer to "hi" is "You said: hi". Every answer ends when the client ends
 // its side of the stream.
 func DemoModel(opts *DemoOptions) Handler {
@@ -64,6 +65,11 @@ func DemoModel(opts *DemoOptions) Handler {
 	}
 	return HandlerFunc(func(st *Stream) {
 		rng := rand.New(rand.NewPCG(o.Seed, 0x5eed))
+		variant := st.TargetVariant
+		if variant == "" {
+			variant = "AllTraffic"
+		}
+		st.SetInvokedVariant(variant)
 		if st.Accept() != nil {
 			return
 		}
