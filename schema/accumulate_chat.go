@@ -1,0 +1,210 @@
+package schema
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ChatAccumulator rebuilds, from the chunks of a streamed chat completion,
+// the [ChatCompletion] a non-streaming call returns: per choice index the
+// role, the content, reasoning content and refusal concatenated, tool
+// calls merged by index with their argument strings concatenated, the
+// finish and stop reasons, and the log probabilities; and the usage of the
+// chunk that carries it.
+//
+// The zero value is ready to use. Feed it every event of one response,
+// [DONE] included, then call Result; call Reset before the next response
+// of the session. A ChatAccumulator is not safe for concurrent use.
+type ChatAccumulator struct {
+	head    ChatCompletion
+	choices []*chatChoice
+	done    bool
+	chunk   ChatCompletionChunk // decoding buffer, reused
+}
+
+type chatChoice struct {
+	index     int
+	role      string
+	content   strings.Builder
+	reasoning strings.Builder
+	refusal   strings.Builder
+	function  *toolCall
+	toolCalls []*toolCall
+	logprobs  *Logprobs
+	finish    string
+	stop      StringOrNumber
+}
+
+func (c *chatChoice) key() int { return c.index }
+
+type toolCall struct {
+	index int
+	id    string
+	typ   string
+	name  string
+	args  strings.Builder
+}
+
+func (t *toolCall) key() int { return t.index }
+
+// merge adds a delta to the call: id, type and name are taken from the
+// deltas that carry them, argument pieces are concatenated.
+func (t *toolCall) merge(id, typ string, fn FunctionCall) {
+	t.id = cmp.Or(id, t.id)
+	t.typ = cmp.Or(typ, t.typ)
+	t.name = cmp.Or(fn.Name, t.name)
+	t.args.WriteString(fn.Arguments)
+}
+
+func (t *toolCall) function() FunctionCall {
+	return FunctionCall{Name: t.name, Arguments: t.args.String()}
+}
+
+// AddEvent adds one event of the stream: a chunk, or the [DONE] marker.
+// It returns the [*ErrorResponse] of an error payload, and decoding errors
+// as [Event.Decode] does.
+func (a *ChatAccumulator) AddEvent(ev Event) error {
+	if ev.Done {
+		a.done = true
+		return nil
+	}
+	// Decode into the reused chunk; encoding/json does not zero reused
+	// slice elements, so clear them first.
+	c := &a.chunk
+	choices := c.Choices[:cap(c.Choices)]
+	clear(choices)
+	*c = ChatCompletionChunk{Choices: choices[:0]}
+	if err := ev.Decode(c); err != nil {
+		return err
+	}
+	if c.Object == "error" || c.ID == "" && len(c.Choices) == 0 && c.Usage == nil {
+		if err := payloadError(ev); err != nil {
+			return err
+		}
+	}
+	return a.AddChunk(c)
+}
+
+// AddChunk merges one decoded chunk. It keeps no reference to c.
+func (a *ChatAccumulator) AddChunk(c *ChatCompletionChunk) error {
+	h := &a.head
+	h.ID = cmp.Or(h.ID, c.ID)
+	h.Created = cmp.Or(h.Created, c.Created)
+	h.Model = cmp.Or(h.Model, c.Model)
+	h.ServiceTier = cmp.Or(c.ServiceTier, h.ServiceTier)
+	h.SystemFingerprint = cmp.Or(c.SystemFingerprint, h.SystemFingerprint)
+	if c.Usage != nil {
+		u := *c.Usage
+		h.Usage = &u
+	}
+	for i := range c.Choices {
+		cc := &c.Choices[i]
+		ch, err := entry(&a.choices, cc.Index, func(i int) *chatChoice { return &chatChoice{index: i} })
+		if err != nil {
+			return err
+		}
+		d := &cc.Delta
+		ch.role = cmp.Or(d.Role, ch.role)
+		ch.content.WriteString(d.Content)
+		ch.reasoning.WriteString(d.ReasoningContent)
+		ch.refusal.WriteString(d.Refusal)
+		if d.FunctionCall != nil {
+			if ch.function == nil {
+				ch.function = new(toolCall)
+			}
+			ch.function.merge("", "", *d.FunctionCall)
+		}
+		for j := range d.ToolCalls {
+			td := &d.ToolCalls[j]
+			tc, err := entry(&ch.toolCalls, td.Index, func(i int) *toolCall { return &toolCall{index: i} })
+			if err != nil {
+				return err
+			}
+			tc.merge(td.ID, td.Type, td.Function)
+		}
+		if cc.Logprobs != nil {
+			if ch.logprobs == nil {
+				ch.logprobs = new(Logprobs)
+			}
+			ch.logprobs.Content = append(ch.logprobs.Content, cc.Logprobs.Content...)
+			ch.logprobs.Refusal = append(ch.logprobs.Refusal, cc.Logprobs.Refusal...)
+		}
+		ch.finish = cmp.Or(cc.FinishReason, ch.finish)
+		ch.stop = cmp.Or(cc.StopReason, ch.stop)
+	}
+	return nil
+}
+
+// Done reports whether the [DONE] marker was added.
+func (a *ChatAccumulator) Done() bool { return a.done }
+
+// Complete reports whether the response ended properly: [DONE] was
+// added, or every choice received its finish reason.
+func (a *ChatAccumulator) Complete() bool {
+	return a.done || len(a.choices) > 0 && a.unfinished() < 0
+}
+
+// unfinished returns the index of a choice without a finish reason, or -1.
+func (a *ChatAccumulator) unfinished() int {
+	for _, c := range a.choices {
+		if c.finish == "" {
+			return c.index
+		}
+	}
+	return -1
+}
+
+// Result returns the completion rebuilt so far, choices in index order.
+// If the response is not [ChatAccumulator.Complete], it also returns an
+// error matching [ErrIncomplete]: the stream was cut off. Chunks added
+// later do not change a returned completion.
+func (a *ChatAccumulator) Result() (*ChatCompletion, error) {
+	out := a.head
+	out.Object = "chat.completion"
+	if out.Usage != nil {
+		u := *out.Usage
+		out.Usage = &u
+	}
+	sorted := slices.SortedFunc(slices.Values(a.choices), func(x, y *chatChoice) int { return x.index - y.index })
+	out.Choices = make([]ChatChoice, len(sorted))
+	for i, c := range sorted {
+		ch := &out.Choices[i]
+		ch.Index = c.index
+		ch.FinishReason = c.finish
+		ch.StopReason = c.stop
+		if c.logprobs != nil {
+			lp := *c.logprobs
+			ch.Logprobs = &lp
+		}
+		m := &ch.Message
+		m.Role = c.role
+		m.Content = c.content.String()
+		m.ReasoningContent = c.reasoning.String()
+		m.Refusal = c.refusal.String()
+		if c.function != nil {
+			fn := c.function.function()
+			m.FunctionCall = &fn
+		}
+		if len(c.toolCalls) > 0 {
+			calls := slices.SortedFunc(slices.Values(c.toolCalls), func(x, y *toolCall) int { return x.index - y.index })
+			m.ToolCalls = make([]ToolCall, len(calls))
+			for j, t := range calls {
+				m.ToolCalls[j] = ToolCall{ID: t.id, Type: t.typ, Function: t.function()}
+			}
+		}
+	}
+	if !a.Complete() {
+		if len(a.choices) == 0 {
+			return &out, incomplete("no choices and no [DONE]")
+		}
+		return &out, incomplete("no [DONE] and choice " + strconv.Itoa(a.unfinished()) + " has no finish reason")
+	}
+	return &out, nil
+}
+
+// Reset forgets the response, ready for the next one.
+func (a *ChatAccumulator) Reset() {
+	*a = ChatAccumulator{chunk: a.chunk}
+}

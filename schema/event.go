@@ -1,0 +1,69 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Event is one framed payload: a JSON value, or the [DONE] marker that ends
+// one response.
+type Event struct {
+	// Data is the event's data without surrounding whitespace: in a
+	// well-formed stream, one JSON value. The framer checks JSON syntax
+	// wherever it has to find where a value ends: always in JSON Lines,
+	// and in SSE unless a blank line ends the data. Malformed SSE data
+	// that a blank line ends is delivered as is, as WHATWG prescribes,
+	// and its error surfaces when it is decoded (see [Event.Decode]).
+	// Data is nil when Done is true.
+	//
+	// Data aliases the decoder's internal buffers: it is valid only until
+	// the next call to Next or Reset on the [Reader] that returned it, or
+	// to Next, Write or Reset on the [Decoder] that returned it. Copy it
+	// (or unmarshal it) to keep it longer.
+	Data json.RawMessage
+
+	// Done reports the SSE end marker "data: [DONE]". It ends one
+	// response, not the stream: a session carries many turns, and events
+	// of the next response may follow.
+	Done bool
+
+	// Type is the SSE "event" field of this event, or "" if none was
+	// given (the WHATWG default type is "message"). Always "" in JSON Lines.
+	Type string
+
+	// ID is the SSE last event ID: the value of the most recent "id"
+	// field, which persists across events. Always "" in JSON Lines.
+	ID string
+
+	// Retry is the reconnection time of the most recent SSE "retry" field,
+	// or 0 if none was given.
+	Retry time.Duration
+
+	// Offset is the stream position of the first byte of the value (or of
+	// "[DONE]"), counted in bytes from the start of the stream.
+	Offset int64
+}
+
+// errNoData is returned by Decode for the [DONE] marker.
+var errNoData = errors.New("schema: the [DONE] marker carries no data")
+
+// Decode unmarshals the event's data into v with encoding/json. A syntax
+// error in the data is returned as a [*SyntaxError] at its stream offset;
+// other errors, such as a type mismatch, are returned wrapped with the
+// event's offset.
+func (ev Event) Decode(v any) error {
+	if ev.Done {
+		return errNoData
+	}
+	err := json.Unmarshal(ev.Data, v)
+	if err == nil {
+		return nil
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return &SyntaxError{Offset: ev.Offset + max(syn.Offset-1, 0), Msg: syn.Error(), Err: err}
+	}
+	return fmt.Errorf("schema: event at offset %d: %w", ev.Offset, err)
+}

@@ -1,0 +1,144 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"testing"
+)
+
+// fuzzMax is a small event limit, so that fuzzing reaches it.
+const fuzzMax = 256
+
+// FuzzFraming frames arbitrary input whole and in random fragments: the
+// outcomes must be identical, bounded and consistent, and nothing may
+// panic or grow past the limits.
+func FuzzFraming(f *testing.F) {
+	for _, s := range []string{
+		"data: {\"a\":1}\n\ndata: [DONE]\n\n",
+		"data:{\n  \"b\": [1, 2]\n}\ndata: 3\r\n\r\n",
+		"\xEF\xBB\xBFevent: e\nid: 1\nretry: 5\n: c\ndata: \"x\"\n\n",
+		"{\"a\":1}{\"b\":2}\n[\n1\n]\n\"s\" 12 true\n",
+		"{\"a\":1}}\n... more\n{\"c\":[{}]}",
+		"data: {\"a\" 1}\ndata: 2\n\n",
+	} {
+		for format := range 3 {
+			f.Add([]byte(s), uint8(format), format == 1, uint64(len(s)))
+		}
+	}
+	f.Fuzz(func(t *testing.T, input []byte, format uint8, resync bool, seed uint64) {
+		opts := []func(*Options){withFormat(Format(format % 3)), withMax(fuzzMax)}
+		if resync {
+			opts = append(opts, withResync)
+		}
+		whole := readAll(input, opts...)
+		frags := randomSplit(rand.New(rand.NewPCG(seed, 1)), input)
+		if got := pushAll(frags, opts...); !equalRecords(got, whole) {
+			t.Fatalf("fragments %q:\n got %v\nwant %v", frags, got, whole)
+		}
+		last := whole[len(whole)-1]
+		if last.Err == "" {
+			t.Fatalf("no end: %v", last)
+		}
+		if len(whole) > len(input)+1 {
+			t.Fatalf("%d outcomes from %d bytes", len(whole), len(input))
+		}
+		prev := int64(-1)
+		for _, r := range whole {
+			if r.Err != "" {
+				continue
+			}
+			if r.Offset <= prev || r.Offset >= int64(len(input)) {
+				t.Fatalf("offset %d after %d, input %d bytes", r.Offset, prev, len(input))
+			}
+			prev = r.Offset
+			if len(r.Data) > fuzzMax {
+				t.Fatalf("event of %d bytes", len(r.Data))
+			}
+			if r.Done {
+				continue
+			}
+			// Data is the value's bytes from the stream; a value the
+			// framer found by scanning (always, in JSON Lines) is valid.
+			if format%3 == 2 && !json.Valid([]byte(r.Data)) {
+				t.Fatalf("invalid JSON event %q", r.Data)
+			}
+			if !bytes.Contains(input, []byte(r.Data[:1])) {
+				t.Fatalf("event %q not from the input", r.Data)
+			}
+		}
+		// The buffers stay bounded.
+		d := NewDecoder(opts...)
+		for _, p := range frags {
+			d.Write(p)
+			for {
+				_, err := d.Next()
+				if err == ErrNeedInput || err != nil && !resync || err == io.EOF {
+					break
+				}
+			}
+			if c := cap(d.in.f.val); c > 4*fuzzMax+64 {
+				t.Fatalf("event buffer grew to %d", c)
+			}
+		}
+	})
+}
+
+// FuzzScanner checks the JSON scanner against encoding/json.
+func FuzzScanner(f *testing.F) {
+	for _, c := range scanCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := scanWhole(b), json.Valid(b); got != want {
+			t.Fatalf("%q: scanner accepts=%v, encoding/json valid=%v", b, got, want)
+		}
+	})
+}
+
+// FuzzAccumulators feeds the events of arbitrary input to every
+// accumulator: nothing may panic, and the rebuilt text can only come
+// from the input.
+func FuzzAccumulators(f *testing.F) {
+	f.Add(chatSSE(6))
+	f.Add([]byte(`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]},"finish_reason":"tool_calls"}]}`))
+	f.Add([]byte("data: {\"choices\":[{\"index\":3,\"text\":\"a\",\"logprobs\":[{\"tokens\":[\"a\"]}]}]}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("{\"token\":{\"id\":1,\"text\":\"a\"}}\n{\"token\":{\"id\":-1,\"special_token\":true},\"details\":{\"finish_reason\":\"error\"}}\n"))
+	f.Add([]byte(`{"error":{"message":"m"}}`))
+	f.Fuzz(func(t *testing.T, input []byte) {
+		r := NewReader(bytes.NewReader(input), withResync, withMax(fuzzMax))
+		var chat ChatAccumulator
+		var text CompletionAccumulator
+		var lmi LMIAccumulator
+		for range len(input) + 1 {
+			ev, err := r.Next()
+			if err == io.EOF || isTruncation(err) {
+				break
+			}
+			if err != nil {
+				continue
+			}
+			chat.AddEvent(ev)
+			text.AddEvent(ev)
+			lmi.AddEvent(ev)
+		}
+		if c, _ := chat.Result(); c != nil {
+			for _, ch := range c.Choices {
+				if n := len(ch.Message.Content) + len(ch.Message.ReasoningContent); n > len(input) {
+					t.Fatalf("%d bytes of text from %d bytes of input", n, len(input))
+				}
+			}
+		}
+		if c, _ := text.Result(); c != nil {
+			for _, ch := range c.Choices {
+				if len(ch.Text) > len(input) {
+					t.Fatalf("%d bytes of text from %d bytes of input", len(ch.Text), len(input))
+				}
+			}
+		}
+		if res, _ := lmi.Result(); len(res.GeneratedText) > len(input) {
+			t.Fatalf("%d bytes of text from %d bytes of input", len(res.GeneratedText), len(input))
+		}
+	})
+}

@@ -1,0 +1,442 @@
+package schema
+
+import (
+	"bytes"
+	"strconv"
+	"time"
+)
+
+// This file holds the Server-Sent Events side of the framer. The WHATWG
+// "interpret an event stream" rules apply (fields, comments, LF/CR/CRLF,
+// multi-line data, dispatch at a blank line), with the deviations LMI
+// containers need:
+//
+//   - Data that forms one complete JSON value at the end of a line is
+//     dispatched there, without waiting for a blank line: streams without
+//     blank lines work, and a receive loop that feeds whole messages gets
+//     each event without delay.
+//   - While the data is an incomplete JSON value, a line that does not
+//     start with "data" continues it verbatim (a pretty-printed value after
+//     a single "data:").
+//   - Data followed by a blank line is an event whatever it contains, as
+//     in WHATWG; so such data needs no scanning when the blank line is
+//     already in view (the fast path of sseDataStart). Malformed data not
+//     followed by a blank line is a syntax error.
+//   - A line that is neither a field, a comment nor blank is garbage
+//     between events and a syntax error, where WHATWG would ignore it.
+
+const (
+	dataField  = "data"
+	doneMarker = "[DONE]"
+	// maxDoneBlanks is how many spaces or tabs may stand on each side of
+	// "[DONE]". The bound keeps the wait for the rest of the line short,
+	// and being a property of the line, it frames every split alike.
+	maxDoneBlanks = 64
+)
+
+// sseStep advances over one piece of an SSE line starting at in[i]. stop
+// says whether run must return err (nil for an event).
+func (f *framer) sseStep(in []byte, i int, eof bool) (int, bool, error) {
+	if f.state == lnStart {
+		n, stop, err := f.sseLineStart(in[i:], eof, f.pos+int64(i))
+		return i + n, stop, err
+	}
+	return f.sseData(in, i)
+}
+
+// sseLineStart interprets the start of the line p, at stream offset off.
+// It returns how many bytes it consumed.
+func (f *framer) sseLineStart(p []byte, eof bool, off int64) (int, bool, error) {
+	pending := len(f.val) > 0
+	switch p[0] {
+	case '\n', '\r':
+		if pending {
+			f.emitSSE()
+			return f.endLine(p, 0), true, nil
+		}
+		f.resyncing = false
+		f.evType = ""
+		return f.endLine(p, 0), false, nil
+	case 'd':
+		if len(p) <= len(dataField) && !eof && dataField[:len(p)] == string(p) {
+			return 0, true, ErrNeedInput
+		}
+		if !bytes.HasPrefix(p, []byte(dataField)) {
+			break
+		}
+		n := len(dataField)
+		if n < len(p) && p[n] == ':' {
+			if f.badAt >= 0 {
+				break
+			}
+			f.resyncing = false
+			if pending {
+				f.state = lnValue
+				return n + 1, false, nil
+			}
+			return f.sseDataStart(p, eof, off)
+		}
+		if n == len(p) || p[n] == '\n' || p[n] == '\r' {
+			// "data" alone: a data field with an empty value.
+			if f.badAt >= 0 {
+				break
+			}
+			f.resyncing = false
+			f.state = lnValue
+			return n, false, nil
+		}
+	}
+	if f.badAt >= 0 {
+		// Malformed data, and no blank line to end the event.
+		return 0, true, f.fail(&SyntaxError{Offset: f.badAt, Msg: f.badMsg}, false)
+	}
+	if pending { // the value continues on this line
+		f.state = lnValue
+		return 0, false, nil
+	}
+	if p[0] == ':' { // comment
+		f.resyncing = false
+		f.state = lnSkip
+		return 0, false, nil
+	}
+	return f.sseField(p, eof, off)
+}
+
+// sseDataStart handles "data:" that starts an event: the [DONE] marker,
+// the fast path for data followed by a blank line, or the start of a value
+// that sseData scans.
+func (f *framer) sseDataStart(p []byte, eof bool, off int64) (int, bool, error) {
+	k := len(dataField) + 1
+	for k < len(p) && k < len(dataField)+1+maxDoneBlanks && isBlankByte(p[k]) {
+		k++
+	}
+	if k == len(p) && !eof {
+		return 0, true, ErrNeedInput
+	}
+	if k == len(p) || !isBlankByte(p[k]) {
+		if n, done, more := isDone(p[k:], eof); more {
+			return 0, true, ErrNeedInput
+		} else if done {
+			f.emitDone(off + int64(k))
+			f.state = lnSkip
+			return k + n, true, nil
+		}
+	}
+	// Fast path: the line ends with LF or CRLF and a blank line follows, so
+	// the line's data is the whole event; the blank line is consumed too.
+	if e := f.lf.next(p, k, off); e > k && e+1 < len(p) {
+		if next := p[e+1]; next == '\n' || next == '\r' {
+			end := e
+			if p[end-1] == '\r' {
+				end--
+			}
+			start := k
+			for start < end && isBlankByte(p[start]) {
+				start++
+			}
+			if r := f.cr.next(p, start, off); start < end && (r < 0 || r >= end) {
+				// The event aliases the input, which stays unchanged until
+				// the next step.
+				v := trimBlanks(p[start:end])
+				if len(v) > f.maxSize {
+					err := &EventTooLargeError{Offset: off + int64(start), Limit: f.maxSize}
+					return e, true, f.fail(err, true)
+				}
+				f.emitData(v, off+int64(start))
+				return f.endLine(p, e+1), true, nil
+			}
+		}
+	}
+	f.state = lnValue
+	return k, false, nil
+}
+
+// isDone reports whether data starts with the [DONE] marker, followed by
+// blanks up to the line end, and how many bytes that is; or whether more
+// input is needed to tell.
+func isDone(data []byte, eof bool) (n int, done, more bool) {
+	if len(data) < len(doneMarker) {
+		return 0, false, !eof && doneMarker[:len(data)] == string(data)
+	}
+	if string(data[:len(doneMarker)]) != doneMarker {
+		return 0, false, false
+	}
+	n = len(doneMarker)
+	for n < len(data) && n < len(doneMarker)+maxDoneBlanks && isBlankByte(data[n]) {
+		n++
+	}
+	if n == len(data) {
+		return n, eof, !eof
+	}
+	return n, data[n] == '\n' || data[n] == '\r', false
+}
+
+// byteFinder finds the next occurrence of a byte in the stream for the
+// fast path, remembering what it searched: each byte of the stream is
+// searched at most once, whether the byte is near (the line end of every
+// event) or far (a '\r' in a stream whose lines end with '\n' alone).
+type byteFinder struct {
+	c       byte
+	at      int64 // stream offset of the next c found, or -1
+	scanned int64 // stream offset up to which the stream was searched
+}
+
+// next returns the index in p of the first c at or after p[from], or -1
+// if there is none in p. p starts at stream offset off.
+func (b *byteFinder) next(p []byte, from int, off int64) int {
+	if start := off + int64(from); b.at >= start {
+		return int(b.at - off)
+	} else if b.at < 0 && b.scanned == off+int64(len(p)) {
+		return -1 // p was searched to its end already
+	}
+	return b.search(p, from, off)
+}
+
+func (b *byteFinder) search(p []byte, from int, off int64) int {
+	start := off + int64(from)
+	rel := from
+	if b.scanned > start && b.scanned <= off+int64(len(p)) {
+		rel = int(b.scanned - off)
+	}
+	e := bytes.IndexByte(p[rel:], b.c)
+	if e < 0 {
+		b.at, b.scanned = -1, off+int64(len(p))
+		return -1
+	}
+	b.at = off + int64(rel+e)
+	b.scanned = b.at + 1
+	return rel + e
+}
+
+// sseData advances over event data on a data or continuation line,
+// scanning it as JSON, up to and including the line end.
+func (f *framer) sseData(in []byte, i int) (int, bool, error) {
+	for i < len(in) {
+		switch c := in[i]; {
+		case c == '\n' || c == '\r':
+			if f.sc.inValue() {
+				// The line end is part of the value's text: it ends a
+				// top-level number, and is an error inside a string.
+				switch _, res := f.sc.scan(in[i : i+1]); res {
+				case scanDone:
+					f.valDone = true
+				case scanError:
+					f.badAt, f.badMsg = f.pos+int64(i), f.sc.msg
+					f.sc.reset()
+				}
+			}
+			if f.valDone && f.badAt < 0 {
+				f.emitSSE()
+				return f.endLine(in, i), true, nil
+			}
+			if len(f.val) > 0 {
+				// Lines of data are joined with '\n', added only if more
+				// data follows, so that the size of an event never counts
+				// the line end a blank line comes after.
+				f.pendingNL++
+			}
+			return f.endLine(in, i), false, nil
+		case f.badAt >= 0:
+			// Keep the rest of the line as is: if a blank line follows, the
+			// data is an event in spite of the error.
+			j := lineEnd(in[i:])
+			if j < 0 {
+				j = len(in) - i
+			}
+			if err := f.appendData(in[i : i+j]); err != nil {
+				return i + j, true, err
+			}
+			i += j
+			continue
+		case f.valDone:
+			if !isBlankByte(c) {
+				f.badAt, f.badMsg = f.pos+int64(i), "data continues after a complete JSON value"
+				continue
+			}
+			if err := f.appendData(in[i : i+1]); err != nil {
+				return i + 1, true, err
+			}
+			i++
+			continue
+		case len(f.val) == 0:
+			if isBlankByte(c) {
+				i++
+				continue
+			}
+			f.startVal(f.pos + int64(i))
+		}
+		k, res := f.sc.scan(in[i:])
+		if err := f.appendData(in[i : i+k]); err != nil {
+			return i + k, true, err
+		}
+		i += k
+		switch res {
+		case scanDone:
+			f.valDone = true
+		case scanError:
+			f.badAt, f.badMsg = f.pos+int64(i), f.sc.msg
+			f.sc.reset()
+		}
+	}
+	return i, false, nil
+}
+
+// appendData adds bytes of data to the event, after the line ends that
+// separate them from the data before.
+func (f *framer) appendData(b []byte) error {
+	for ; f.pendingNL > 0; f.pendingNL-- {
+		if err := f.appendVal(newline); err != nil {
+			return err
+		}
+	}
+	return f.appendVal(b)
+}
+
+// emitSSE makes the event data, without trailing blanks, the event.
+func (f *framer) emitSSE() {
+	f.val = trimBlanks(f.val)
+	f.emit()
+}
+
+// trimBlanks returns b without trailing spaces and tabs.
+func trimBlanks(b []byte) []byte {
+	for len(b) > 0 && isBlankByte(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// sseField handles a line that is not data, blank or a comment. It needs
+// the whole line.
+func (f *framer) sseField(p []byte, eof bool, off int64) (int, bool, error) {
+	if f.resyncing {
+		known, more := knownField(p, eof)
+		if more {
+			return 0, true, ErrNeedInput
+		}
+		if !known {
+			f.state = lnSkip
+			return 0, false, nil
+		}
+	}
+	// The line may come in many pieces: search each byte only once.
+	j := lineEnd(p[f.lineSeen:])
+	if j >= 0 {
+		j += f.lineSeen
+	}
+	if j > f.maxSize || j < 0 && len(p) > f.maxSize {
+		f.lineSeen = 0
+		return 0, true, f.fail(&EventTooLargeError{Offset: off, Limit: f.maxSize}, true)
+	}
+	if j < 0 {
+		if !eof {
+			f.lineSeen = len(p)
+			return 0, true, ErrNeedInput
+		}
+		j = len(p)
+	}
+	f.lineSeen = 0
+	line := p[:j]
+	name, value, colon := bytes.Cut(line, []byte{':'})
+	if colon && len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	f.state = lnSkip
+	switch string(name) {
+	case "event":
+		if string(value) != f.lastType {
+			f.lastType = string(value)
+		}
+		f.evType = f.lastType
+	case "id":
+		if bytes.IndexByte(value, 0) < 0 && string(value) != f.id {
+			f.id = string(value)
+		}
+	case "retry":
+		if ms, ok := parseRetry(value); ok {
+			f.retry = time.Duration(ms) * time.Millisecond
+		}
+	default:
+		if isFieldName(name) || !colon && isBlank(line) {
+			return j, false, nil
+		}
+		err := &SyntaxError{Offset: off, Msg: "unexpected text outside an event: " + excerpt(line)}
+		return j, true, f.fail(err, true)
+	}
+	f.resyncing = false
+	return j, false, nil
+}
+
+// knownField reports whether line p starts with the name of a field other
+// than data that the framer interprets, or whether more input is needed
+// to tell.
+func knownField(p []byte, eof bool) (known, more bool) {
+	for _, name := range [...]string{"event", "id", "retry"} {
+		if len(p) <= len(name) {
+			if string(p) == name[:len(p)] && !eof {
+				return false, true
+			}
+			if string(p) == name {
+				return true, false
+			}
+			continue
+		}
+		if string(p[:len(name)]) == name {
+			switch p[len(name)] {
+			case ':', '\r', '\n':
+				return true, false
+			}
+		}
+	}
+	return false, false
+}
+
+// parseRetry parses the value of a retry field: ASCII digits only.
+func parseRetry(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 12 {
+		return 0, false
+	}
+	var ms int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		ms = ms*10 + int64(c-'0')
+	}
+	return ms, true
+}
+
+// isFieldName reports whether name looks like an SSE field name that a
+// server could plausibly send, so that an unknown field is ignored as
+// WHATWG requires rather than taken for garbage.
+func isFieldName(name []byte) bool {
+	if len(name) == 0 {
+		return false
+	}
+	for _, c := range name {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if !isBlankByte(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func isBlankByte(c byte) bool { return c == ' ' || c == '\t' }
+
+// excerpt quotes the start of a line for an error message.
+func excerpt(line []byte) string {
+	const max = 32
+	if len(line) > max {
+		return strconv.Quote(string(line[:max])) + "..."
+	}
+	return strconv.Quote(string(line))
+}
