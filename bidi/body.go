@@ -1,0 +1,355 @@
+package bidi
+
+import (
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+)
+
+// Layout of a signed envelope (WIRE.md §4.2): a 12-byte prelude, 67 bytes
+// of :date and :chunk-signature headers, the inner message, a 4-byte CRC.
+const (
+	envelopeHeadersLen = 67
+	envelopePrefix     = 12 + envelopeHeadersLen
+	envelopeOverhead   = eventstream.Overhead + envelopeHeadersLen
+)
+
+// sendQueueBytes bounds the encoded parts waiting in a session's send
+// queue for the transport. Send blocks while the queue is full, which is
+// how HTTP/2 flow control reaches it. A part larger than the bound is
+// admitted when the queue is empty.
+const sendQueueBytes = 64 << 10
+
+// errBodyDone is what a superseded or closed request body returns from
+// Read. The transport only sees it after it has given up on the body.
+var errBodyDone = errors.New("bidi: request body closed")
+
+// sendPipe is the request body side of a session: a bounded queue of
+// committed inner messages (encoded PayloadParts, unsigned) between Send
+// and the HTTP transport.
+//
+// The transport reads through a reqBody, one per HTTP attempt. Each Read
+// signs as many queued parts as fit in the transport's buffer, on that
+// attempt's signature chain, so one read (one DATA frame, one write)
+// carries every part that queued up while the previous one was written.
+// The transport reads again only after writing, within HTTP/2 flow
+// control, so when the service stops reading, the queue fills and Send
+// blocks: at most sendQueueBytes wait here, plus one transport buffer.
+//
+// Parts the transport took stay in the queue, as replay records, until the
+// service answers: a retried attempt sends them again, re-signed on its
+// own chain. If they exceed the replay limit they are dropped and the
+// session can no longer be retried.
+type sendPipe struct {
+	mu sync.Mutex
+
+	body *reqBody // the current attempt's body; nil between attempts
+
+	// q holds the committed parts in order; part i ends at ends[i]. The
+	// first sent parts were taken by the current body.
+	q    []byte
+	ends []int
+	sent int
+
+	retain      bool // keep taken parts for replay
+	overflow    bool // taken parts were dropped: no replay possible
+	replayLimit int
+
+	space chan struct{} // cap 1: the transport took parts
+
+	ended bool  // CloseSend: after the parts, the end frame, then io.EOF
+	err   error // the session failed: Read returns err
+
+	sessionDone <-chan struct{} // the session's context is done
+
+	dispatched     chan struct{} // see markDispatched
+	dispatchedDone bool
+}
+
+func (p *sendPipe) init(replayLimit int, sessionDone <-chan struct{}) {
+	p.sessionDone = sessionDone
+	p.space = make(chan struct{}, 1)
+	p.dispatched = make(chan struct{})
+	p.retain = true
+	p.replayLimit = max(replayLimit, 0)
+}
+
+// markDispatchedLocked records that the transport has sent the request
+// headers: it reads the body. p.mu is held.
+func (p *sendPipe) markDispatchedLocked() {
+	if !p.dispatchedDone {
+		p.dispatchedDone = true
+		close(p.dispatched)
+	}
+}
+
+// start returns the offset of part i in q.
+func (p *sendPipe) start(i int) int {
+	if i == 0 {
+		return 0
+	}
+	return p.ends[i-1]
+}
+
+// enqueue appends the encoding of m if the queue has room. It reports
+// false when the queue is full. p.mu is not held.
+func (p *sendPipe) enqueue(m *eventstream.Message) (bool, error) {
+	size, err := m.EncodedLen()
+	if err != nil {
+		return false, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return false, p.err
+	}
+	if waiting := len(p.q) - p.start(p.sent); waiting > 0 && waiting+size > sendQueueBytes {
+		return false, nil
+	}
+	q, err := eventstream.AppendMessage(p.q, m)
+	if err != nil {
+		return false, err
+	}
+	p.q = q
+	p.ends = append(p.ends, len(q))
+	p.wake()
+	return true, nil
+}
+
+// taken records that the current body took parts up to p.sent: it drops
+// them unless they are kept for replay, and wakes a blocked Send.
+func (p *sendPipe) taken() {
+	if p.retain && p.sent > 0 && p.ends[p.sent-1] > p.replayLimit {
+		p.retain, p.overflow = false, true
+	}
+	if !p.retain {
+		p.compact()
+	}
+	select {
+	case p.space <- struct{}{}:
+	default:
+	}
+}
+
+// compact drops the parts the current body took.
+func (p *sendPipe) compact() {
+	if p.sent == 0 {
+		return
+	}
+	off := p.ends[p.sent-1]
+	p.q = p.q[:copy(p.q, p.q[off:])]
+	n := copy(p.ends, p.ends[p.sent:])
+	p.ends = p.ends[:n]
+	for i := range p.ends {
+		p.ends[i] -= off
+	}
+	p.sent = 0
+}
+
+// attach makes b the current body; it starts with the first queued part,
+// so it replays what earlier bodies sent. It fails when those parts were
+// not all kept.
+func (p *sendPipe) attach(b *reqBody) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.overflow || (!p.retain && p.sent > 0) {
+		return errCannotReplay
+	}
+	if p.body != nil {
+		p.body.kill()
+	}
+	p.body = b
+	p.sent = 0
+	return nil
+}
+
+// detach ends the current body.
+func (p *sendPipe) detach() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.body != nil {
+		p.body.kill()
+		p.body = nil
+	}
+}
+
+// current returns the current body.
+func (p *sendPipe) current() *reqBody {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.body
+}
+
+// fail makes every Read and enqueue return err.
+func (p *sendPipe) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		p.err = err
+	}
+	if p.body != nil {
+		p.body.kill()
+	}
+}
+
+// stopReplay drops the replay records: the service has answered, so the
+// session will never be retried.
+func (p *sendPipe) stopReplay() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.retain = false
+	p.compact()
+}
+
+// canReplay reports whether a new attempt could send again everything
+// sent so far.
+func (p *sendPipe) canReplay() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.retain && !p.overflow
+}
+
+// end asks for the end frame once every queued part is sent.
+func (p *sendPipe) end() {
+	p.mu.Lock()
+	p.ended = true
+	p.wake()
+	p.mu.Unlock()
+}
+
+func (p *sendPipe) wake() {
+	if p.body != nil {
+		select {
+		case p.body.wakeCh <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// reqBody is the request body of one HTTP attempt.
+type reqBody struct {
+	p      *sendPipe
+	signer *eventstream.Signer
+	wakeCh chan struct{} // cap 1
+	dead   chan struct{} // closed by kill
+	killed bool          // guarded by p.mu
+
+	rest     []byte // unread bytes of an envelope that did not fit a Read
+	restPart bool   // rest belongs to part p.sent (else to the end frame)
+	env      []byte // holds that envelope
+	endSent  bool
+}
+
+func newReqBody(p *sendPipe, signer *eventstream.Signer) *reqBody {
+	return &reqBody{p: p, signer: signer, wakeCh: make(chan struct{}, 1), dead: make(chan struct{})}
+}
+
+// kill ends the body; p.mu is held.
+func (b *reqBody) kill() {
+	if !b.killed {
+		b.killed = true
+		close(b.dead)
+	}
+}
+
+// Close is called by the transport when it stops reading the body.
+func (b *reqBody) Close() error {
+	b.p.mu.Lock()
+	b.kill()
+	b.p.mu.Unlock()
+	return nil
+}
+
+// Read gives the transport the next envelopes: every queued part that
+// fits in dst, signed, or the rest of one that did not fit; after
+// CloseSend, the end frame and io.EOF. It blocks until there is something
+// to read or the body is ended.
+func (b *reqBody) Read(dst []byte) (int, error) {
+	if len(dst) == 0 {
+		return 0, nil
+	}
+	p := b.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.markDispatchedLocked()
+	for {
+		switch {
+		case b.killed:
+			return 0, errBodyDone
+		case p.err != nil:
+			return 0, p.err
+		case len(b.rest) > 0:
+			n := copy(dst, b.rest)
+			b.rest = b.rest[n:]
+			if len(b.rest) > 0 {
+				return n, nil
+			}
+			if b.restPart {
+				p.sent++
+				p.taken()
+				return n, nil
+			}
+			return n, io.EOF // the end frame
+		case b.endSent:
+			return 0, io.EOF
+		case p.sent < len(p.ends):
+			return b.readParts(dst)
+		case p.ended:
+			b.endSent = true
+			if len(dst) >= envelopeOverhead {
+				return len(b.signer.AppendEnd(dst[:0])), io.EOF
+			}
+			b.env = b.signer.AppendEnd(b.env[:0])
+			n := copy(dst, b.env)
+			b.rest, b.restPart = b.env[n:], false
+			return n, nil
+		}
+		wake, dead := b.wakeCh, b.dead
+		p.mu.Unlock()
+		select {
+		case <-wake:
+		case <-dead:
+		case <-p.sessionDone:
+			// Cancelled: the transport does not watch the request's
+			// context while it waits for the body.
+			p.mu.Lock()
+			b.kill()
+			continue
+		}
+		p.mu.Lock()
+	}
+}
+
+// readParts signs queued parts into dst, as many as fit; a first part
+// that does not fit is signed into b.env and copied in pieces. p.mu is
+// held.
+func (b *reqBody) readParts(dst []byte) (int, error) {
+	p := b.p
+	n := 0
+	for p.sent < len(p.ends) {
+		inner := p.q[p.start(p.sent):p.ends[p.sent]]
+		if size := len(inner) + envelopeOverhead; size > len(dst)-n {
+			if n > 0 {
+				break
+			}
+			env, err := b.signer.AppendPayload(b.env[:0], inner)
+			if err != nil {
+				return 0, err
+			}
+			b.env = env
+			n = copy(dst, env)
+			b.rest, b.restPart = env[n:], true
+			return n, nil
+		}
+		env, err := b.signer.AppendPayload(dst[n:n], inner)
+		if err != nil {
+			return 0, err
+		}
+		n += len(env)
+		p.sent++
+	}
+	p.taken()
+	return n, nil
+}

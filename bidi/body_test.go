@@ -1,0 +1,282 @@
+package bidi
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
+)
+
+var (
+	testCreds = aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "SECRET"}
+	seedA     = bytes.Repeat([]byte{0xa}, 32)
+	seedB     = bytes.Repeat([]byte{0xb}, 32)
+	fixedNow  = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+)
+
+func testSigner(seed []byte) *eventstream.Signer {
+	return eventstream.NewSigner(testCreds, "us-west-2", signingName, seed, func(o *eventstream.SignerOptions) { o.Now = fixedNow })
+}
+
+// partMessage is an inner PayloadPart message with payload s.
+func partMessage(s string) *eventstream.Message {
+	h := wire.AppendPartHeaders(nil, &wire.Part{DataType: wire.DataTypeUTF8, CompletionState: wire.CompletionComplete})
+	return &eventstream.Message{Headers: h, Payload: []byte(s)}
+}
+
+// verifyStream decodes envelopes from b, verifies them against the chain
+// from seed and returns the payloads of the inner messages ("<end>" for
+// the end frame).
+func verifyStream(t *testing.T, b []byte, seed []byte) []string {
+	t.Helper()
+	v := eventstream.NewVerifier(testCreds, "us-west-2", signingName, seed)
+	dec := eventstream.NewDecoder(bytes.NewReader(b))
+	var out []string
+	for {
+		env, err := dec.Decode()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		inner, err := v.Verify(env)
+		if err != nil {
+			t.Fatalf("verify envelope %d: %v", len(out), err)
+		}
+		if len(inner) == 0 {
+			out = append(out, "<end>")
+			continue
+		}
+		var m eventstream.Message
+		if err := eventstream.Unmarshal(inner, &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(m.Payload))
+	}
+}
+
+// reader drains a body with reads of size n in a goroutine and returns
+// what it read when the body ends.
+func reader(b *reqBody, n int) <-chan []byte {
+	ch := make(chan []byte, 1)
+	go func() {
+		var all []byte
+		buf := make([]byte, n)
+		for {
+			k, err := b.Read(buf)
+			all = append(all, buf[:k]...)
+			if err != nil {
+				ch <- all
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+func newTestPipe(limit int) *sendPipe {
+	p := new(sendPipe)
+	p.init(limit, nil)
+	return p
+}
+
+// mustEnqueue queues m, failing if the queue is full.
+func mustEnqueue(t *testing.T, p *sendPipe, m *eventstream.Message) {
+	t.Helper()
+	if ok, err := p.enqueue(m); !ok || err != nil {
+		t.Fatalf("enqueue = %v, %v", ok, err)
+	}
+}
+
+func TestEnvelopeLayout(t *testing.T) {
+	end := testSigner(seedA).AppendEnd(nil)
+	if len(end) != envelopeOverhead {
+		t.Fatalf("end frame is %d bytes, envelopeOverhead %d", len(end), envelopeOverhead)
+	}
+	m := partMessage("xyz")
+	env, _ := testSigner(seedA).AppendMessage(nil, m)
+	inner, _ := eventstream.AppendMessage(nil, m)
+	if !bytes.Equal(env[envelopePrefix:len(env)-4], inner) {
+		t.Fatal("the inner message is not at envelopePrefix")
+	}
+}
+
+// TestPipeSmallReads: envelopes larger than the transport's buffer are
+// read in pieces, and the result verifies.
+func TestPipeSmallReads(t *testing.T) {
+	for _, n := range []int{1, 7, 100, 64 << 10} {
+		p := newTestPipe(1 << 20)
+		b := newReqBody(p, testSigner(seedA))
+		p.attach(b)
+		for _, s := range []string{"first", "", string(bytes.Repeat([]byte("x"), 1000))} {
+			mustEnqueue(t, p, partMessage(s))
+		}
+		p.end()
+		got := verifyStream(t, <-reader(b, n), seedA)
+		if len(got) != 4 || got[0] != "first" || got[1] != "" || len(got[2]) != 1000 || got[3] != "<end>" {
+			t.Fatalf("reads of %d: got %q", n, got)
+		}
+	}
+}
+
+// TestPipeBatches: one Read takes every queued part that fits.
+func TestPipeBatches(t *testing.T) {
+	p := newTestPipe(0)
+	b := newReqBody(p, testSigner(seedA))
+	p.attach(b)
+	for i := range 10 {
+		mustEnqueue(t, p, partMessage(strings.Repeat("b", i)))
+	}
+	buf := make([]byte, 64<<10)
+	n, err := b.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := verifyStream(t, buf[:n], seedA); len(got) != 10 {
+		t.Fatalf("one Read carried %d envelopes, want 10", len(got))
+	}
+	if len(p.q) != 0 {
+		t.Fatalf("%d bytes left in the queue after the parts were taken (no replay)", len(p.q))
+	}
+}
+
+// TestPipeQueueBound: the queue admits parts up to sendQueueBytes (a large
+// part only when it is empty) and makes room as the transport reads.
+func TestPipeQueueBound(t *testing.T) {
+	p := newTestPipe(0)
+	b := newReqBody(p, testSigner(seedA))
+	p.attach(b)
+	part := partMessage(strings.Repeat("q", 1000))
+	queued := 0
+	for {
+		ok, err := p.enqueue(part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		queued++
+	}
+	if size, _ := part.EncodedLen(); queued*size > sendQueueBytes || (queued+1)*size <= sendQueueBytes {
+		t.Fatalf("%d parts of %d bytes queued, bound %d", queued, size, sendQueueBytes)
+	}
+	if _, err := b.Read(make([]byte, 8<<10)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.space:
+	default:
+		t.Fatal("no room signalled after a Read")
+	}
+	mustEnqueue(t, p, part)
+
+	big := newTestPipe(0)
+	mustEnqueue(t, big, partMessage(strings.Repeat("B", 2*sendQueueBytes)))
+	if ok, _ := big.enqueue(part); ok {
+		t.Fatal("a part was queued behind an oversized one")
+	}
+}
+
+// TestPipeReplay: a new body (a retried attempt, new seed) first sends
+// what the earlier one sent, re-signed on its own chain, then continues.
+func TestPipeReplay(t *testing.T) {
+	p := newTestPipe(1 << 20)
+	b1 := newReqBody(p, testSigner(seedA))
+	p.attach(b1)
+	mustEnqueue(t, p, partMessage("one"))
+	mustEnqueue(t, p, partMessage("two"))
+	buf := make([]byte, 4096)
+	n, _ := b1.Read(buf)
+	if got := verifyStream(t, buf[:n], seedA); len(got) != 2 {
+		t.Fatalf("b1 sent %q", got)
+	}
+	mustEnqueue(t, p, partMessage("three"))
+
+	b2 := newReqBody(p, testSigner(seedB))
+	if err := p.attach(b2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b1.Read(buf); err != errBodyDone {
+		t.Fatalf("superseded body Read = %v", err)
+	}
+	p.end()
+	got := verifyStream(t, <-reader(b2, 4096), seedB)
+	if want := "one two three <end>"; strings.Join(got, " ") != want {
+		t.Fatalf("b2 sent %q, want %q", got, want)
+	}
+
+	// Once the service has answered, nothing is kept.
+	p.stopReplay()
+	if len(p.q) != 0 || p.canReplay() {
+		t.Fatal("replay records kept after stopReplay")
+	}
+}
+
+// TestPipeReplayLimit: past the limit the records are dropped and a new
+// attempt is refused.
+func TestPipeReplayLimit(t *testing.T) {
+	p := newTestPipe(100)
+	b := newReqBody(p, testSigner(seedA))
+	p.attach(b)
+	mustEnqueue(t, p, partMessage(strings.Repeat("x", 200)))
+	b.Read(make([]byte, 4096))
+	if p.canReplay() {
+		t.Fatal("canReplay after exceeding the limit")
+	}
+	if err := p.attach(newReqBody(p, testSigner(seedB))); err == nil {
+		t.Fatal("attach succeeded without the records")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for n := 1; n < 20; n++ {
+		ceil := min(retryBaseDelay<<(n-1), time.Second)
+		if n > 10 {
+			ceil = time.Second
+		}
+		for range 50 {
+			if d := backoff(n, time.Second); d < 0 || d > ceil {
+				t.Fatalf("backoff(%d) = %v, want within [0, %v]", n, d, ceil)
+			}
+		}
+	}
+}
+
+func TestPipeFail(t *testing.T) {
+	var p sendPipe
+	p.init(0, nil)
+	b := newReqBody(&p, testSigner(seedA))
+	p.attach(b)
+	boom := errors.New("boom")
+	out := make(chan error, 1)
+	go func() { _, err := b.Read(make([]byte, 10)); out <- err }()
+	p.fail(boom)
+	if err := <-out; err == nil {
+		t.Fatal("Read succeeded after fail")
+	}
+}
+
+// TestEncodePartAllocs: encoding a part allocates nothing once the
+// session's buffers have grown.
+func TestEncodePartAllocs(t *testing.T) {
+	o := Options{Padding: BucketPadding{}, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}
+	s := &Session{opts: &o}
+	data := make([]byte, 256)
+	s.encodePart(Part{Data: data, Complete: true})
+	if n := testing.AllocsPerRun(100, func() {
+		if err := s.encodePart(Part{Data: data, Type: DataTypeUTF8, Complete: true}); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("encodePart allocates %v times", n)
+	}
+}

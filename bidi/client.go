@@ -1,0 +1,126 @@
+package bidi
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/smithy-go/logging"
+)
+
+// Client opens bidirectional streaming sessions with SageMaker endpoints.
+// A Client is safe for concurrent use by multiple goroutines; its sessions
+// share its HTTP client, hence its HTTP/2 connections (more connections
+// are opened when a server's concurrent-stream limit is reached).
+type Client struct {
+	options   Options
+	http      *http.Client
+	signer    *v4.Signer
+	endpoint  *url.URL // resolved service endpoint; nil when err is set
+	err       error    // configuration error, returned by Open
+	userAgent string
+	logOn     bool // the logger is not logging.Nop: worth formatting for
+}
+
+// NewFromConfig returns a Client configured from cfg (region, credentials,
+// endpoint settings, retry attempts, logger), then adjusted by optFns in
+// order. Configuration errors, such as a missing region or a custom
+// endpoint combined with FIPS, are reported by [Client.Open].
+func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
+	o := resolveOptions(cfg, optFns...)
+	c := &Client{options: o, signer: newSigner(), userAgent: userAgent}
+	_, nop := o.Logger.(logging.Nop)
+	c.logOn = !nop
+	if o.AppID != "" {
+		c.userAgent += " app/" + o.AppID
+	}
+	if err := o.validate(); err != nil {
+		c.err = err
+	} else if u, err := o.endpoint(); err != nil {
+		c.err = err
+	} else {
+		c.endpoint = u
+	}
+	if o.HTTPClient != nil {
+		// A shallow copy that does not follow redirects: a stream's
+		// request cannot be sent to another URL, so a redirect is
+		// reported as the error response it is.
+		hc := *o.HTTPClient
+		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		c.http = &hc
+	} else {
+		c.http = NewHTTPClient(func(t *HTTPClientOptions) {
+			t.HealthCheckInterval = o.HealthCheckInterval
+			t.HealthCheckTimeout = o.HealthCheckTimeout
+		})
+	}
+	return c
+}
+
+// Options returns a copy of the client's resolved options, defaults
+// filled in.
+func (c *Client) Options() Options { return c.options.Copy() }
+
+// Open starts a bidirectional stream with the endpoint named by in and
+// returns its Session.
+//
+// The input is validated before any network I/O; a violation is an
+// [*InputValidationError] naming the field. Open then retrieves
+// credentials, signs the request and returns as soon as the transport has
+// sent the request headers (so connection, TLS and HTTP/2 negotiation
+// failures are Open's errors): it does not wait for the service to
+// answer, so messages can be sent right away. An HTTP error response (for example
+// a 424 [*ModelError]) reaches the caller as soon as it arrives, through
+// any pending or later Send, Recv or [Session.Response].
+//
+// ctx governs the whole session, not only the call: when it is cancelled
+// the session ends as if Close had been called, and later calls return
+// ctx's error (its cause, if it has one). Use a context without deadline
+// (and call Close) for a long-lived session. Every wait in Open is bounded
+// by ctx, including credential retrieval from a provider that ignores it.
+//
+// The session must be closed with [Session.Close] (or by cancelling ctx)
+// to release its resources.
+func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
+	if in == nil {
+		return nil, &InputValidationError{Field: "OpenInput", Message: "input is nil"}
+	}
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	s := newSession(ctx, c, in)
+	a, err := s.newAttempt(1)
+	if err != nil {
+		s.abort(err)
+		return nil, err
+	}
+	if s.c.logOn {
+		s.logf(logging.Debug, "bidi: opening session with endpoint %q", in.EndpointName)
+	}
+	go s.run(a)
+	select {
+	case <-s.pipe.dispatched:
+	case <-s.respReady:
+		if s.respErr != nil {
+			s.Close()
+			return nil, s.respErr
+		}
+	case <-s.ctx.Done():
+		err := s.sessionErr()
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (c *Client) logf(cl logging.Classification, format string, v ...any) {
+	c.options.Logger.Logf(cl, format, v...)
+}

@@ -1,0 +1,452 @@
+package bidi_test
+
+import (
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/smithy-go"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
+)
+
+// noRetry disables retries of opening.
+func noRetry(o *bidi.Options) { o.RetryMaxAttempts = 1 }
+
+// TestHTTPErrorBeforeCloseSend: an HTTP error (here a 424 ModelError)
+// reaches a pending Recv, a pending Send and Response as soon as it
+// arrives, without CloseSend, typed and with its fields.
+func TestHTTPErrorBeforeCloseSend(t *testing.T) {
+	fields := map[string]any{
+		"Message": "Received server error (500) from model", "OriginalStatusCode": 500,
+		"OriginalMessage": "boom", "LogStreamArn": "arn:aws:logs:us-west-2:1:log-group", "ErrorCode": "ModelError",
+	}
+	checkModelError := func(t *testing.T, what string, err error) {
+		t.Helper()
+		var me *bidi.ModelError
+		if !errors.As(err, &me) || me.OriginalStatusCode != 500 || me.OriginalMessage != "boom" || me.Message != "Received server error (500) from model" {
+			t.Fatalf("%s: %v (%T), want *ModelError with its fields", what, err, err)
+		}
+		var re *bidi.ResponseError
+		if !errors.As(err, &re) || re.StatusCode != 424 || re.RequestID == "" {
+			t.Fatalf("%s: %v, want *ResponseError with status 424 and request ID", what, err)
+		}
+		var api smithy.APIError
+		if !errors.As(err, &api) || api.ErrorCode() != "ModelError" {
+			t.Fatalf("%s: %v, want smithy.APIError ModelError", what, err)
+		}
+	}
+
+	t.Run("pending Recv", func(t *testing.T) {
+		release := make(chan struct{})
+		srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+			<-release
+			st.Fail(424, "ModelError", fields)
+		}))
+		ctx := testCtx(t)
+		sess := open(t, srv.Client(noRetry), ctx)
+		errc := make(chan error, 1)
+		go func() { _, err := sess.Recv(ctx); errc <- err }()
+		time.Sleep(20 * time.Millisecond)
+		close(release)
+		select {
+		case err := <-errc:
+			checkModelError(t, "pending Recv", err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("pending Recv did not return the 424")
+		}
+		err := sess.Send(ctx, bidi.Text("x"))
+		checkModelError(t, "later Send", err)
+		_, err = sess.Response(ctx)
+		checkModelError(t, "Response", err)
+		if _, err := sess.Recv(ctx); err == nil {
+			t.Fatal("second Recv succeeded")
+		}
+	})
+
+	t.Run("pending Send", func(t *testing.T) {
+		// The handler does not read, so Send blocks in flow control; the
+		// 424 must unblock it.
+		release := make(chan struct{})
+		srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+			<-release
+			st.Fail(424, "ModelError", fields)
+		}), func(s *biditest.Server) { s.MaxReceiveBufferPerStream = 64 << 10 })
+		ctx := testCtx(t)
+		sess := open(t, srv.Client(noRetry, func(o *bidi.Options) { o.MaxPartSize = 4 << 10 }), ctx)
+		errc := make(chan error, 1)
+		go func() {
+			for {
+				if err := sess.Send(ctx, bidi.Binary(make([]byte, 8<<10))); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+		time.Sleep(50 * time.Millisecond) // the Send loop is now blocked
+		select {
+		case err := <-errc:
+			t.Fatalf("Send failed before the error response: %v", err)
+		default:
+		}
+		close(release)
+		select {
+		case err := <-errc:
+			checkModelError(t, "pending Send", err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("pending Send did not return the 424")
+		}
+		_, err := sess.Recv(ctx)
+		checkModelError(t, "later Recv", err)
+	})
+
+	t.Run("Response", func(t *testing.T) {
+		srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+			st.Fail(424, "ModelError", fields)
+		}))
+		ctx := testCtx(t)
+		sess, err := srv.Client(noRetry).Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
+		if err != nil {
+			checkModelError(t, "Open", err) // the error may beat Open
+			return
+		}
+		defer sess.Close()
+		_, err = sess.Response(ctx)
+		checkModelError(t, "Response", err)
+	})
+}
+
+func TestHTTPErrorTypes(t *testing.T) {
+	cases := []struct {
+		status    int
+		errorType string
+		check     func(error) bool
+	}{
+		{400, "InputValidationError", func(err error) bool { var e *bidi.InputValidationError; return errors.As(err, &e) }},
+		{500, "InternalServerError", func(err error) bool { var e *bidi.InternalServerError; return errors.As(err, &e) }},
+		{503, "ServiceUnavailableError", func(err error) bool { var e *bidi.ServiceUnavailableError; return errors.As(err, &e) }},
+		{400, "ThrottlingException", func(err error) bool {
+			var e *bidi.ResponseError
+			return errors.As(err, &e) && e.Code == "ThrottlingException" && e.StatusCode == 400 && e.Message == "slow down"
+		}},
+		{502, "SomethingNew", func(err error) bool {
+			var e *bidi.ResponseError
+			return errors.As(err, &e) && e.Code == "SomethingNew" && e.StatusCode == 502 && e.Header.Get("X-Amzn-Errortype") == "SomethingNew"
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.errorType, func(t *testing.T) {
+			srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+				st.Fail(tc.status, tc.errorType, map[string]any{"Message": "slow down", "ErrorCode": "E1"})
+			}))
+			ctx := testCtx(t)
+			sess, err := srv.Client(noRetry).Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
+			if err == nil {
+				defer sess.Close()
+				_, err = sess.Recv(ctx)
+			}
+			if !tc.check(err) {
+				t.Fatalf("got %v (%T)", err, err)
+			}
+		})
+	}
+}
+
+// TestSendAfterModelStreamError: after a mid-stream ModelStreamError,
+// Send returns that typed error, both when Recv has seen it and when
+// nobody receives.
+func TestSendAfterModelStreamError(t *testing.T) {
+	handler := biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.Accept()
+		if _, err := st.Recv(); err != nil {
+			return
+		}
+		st.SendModelStreamError("ModelInvocationTimeExceeded", "container closed the WebSocket")
+		<-st.Context().Done() // keep the stream open: no reset
+	})
+	check := func(t *testing.T, what string, err error) {
+		t.Helper()
+		var mse *bidi.ModelStreamError
+		if !errors.As(err, &mse) || mse.ErrorCode_ != "ModelInvocationTimeExceeded" || mse.Message != "container closed the WebSocket" {
+			t.Fatalf("%s = %v (%T), want *ModelStreamError", what, err, err)
+		}
+	}
+	t.Run("after Recv", func(t *testing.T) {
+		srv := newServer(t, handler)
+		ctx := testCtx(t)
+		sess := open(t, srv.Client(), ctx)
+		if err := sess.Send(ctx, bidi.Text("go")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := sess.Recv(ctx)
+		check(t, "Recv", err)
+		check(t, "Send", sess.Send(ctx, bidi.Text("again")))
+		_, err = sess.Recv(ctx)
+		check(t, "second Recv", err)
+		if resp, err := sess.Response(ctx); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("Response = %v, %v", resp, err)
+		}
+	})
+	t.Run("without Recv", func(t *testing.T) {
+		srv := newServer(t, handler)
+		ctx := testCtx(t)
+		sess := open(t, srv.Client(), ctx)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			err := sess.Send(ctx, bidi.Text("go"))
+			if err != nil {
+				check(t, "Send", err)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("Send kept succeeding after a ModelStreamError")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}
+
+func TestMidStreamErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		send  func(st *biditest.Stream)
+		check func(error) bool
+	}{
+		{"InternalStreamFailure", func(st *biditest.Stream) { st.SendInternalStreamFailure("internal") },
+			func(err error) bool {
+				var e *bidi.InternalStreamFailure
+				return errors.As(err, &e) && e.Message == "internal"
+			}},
+		{"unmodeled exception", func(st *biditest.Stream) { st.SendException("NewException", []byte(`{"Message":"new"}`)) },
+			func(err error) bool {
+				var e *bidi.StreamError
+				return errors.As(err, &e) && e.Code == "NewException" && e.Message == "new"
+			}},
+		{"error message", func(st *biditest.Stream) { st.SendError("ThrottlingException", "too fast") },
+			func(err error) bool {
+				var e *bidi.StreamError
+				return errors.As(err, &e) && e.Code == "ThrottlingException" && e.Message == "too fast"
+			}},
+		{"missing message type", func(st *biditest.Stream) { st.SendMessage(&eventstream.Message{Payload: []byte("?")}) },
+			func(err error) bool { return errors.Is(err, bidi.ErrMalformedResponse) }},
+		{"garbage", func(st *biditest.Stream) { st.WriteRaw([]byte("this is not an event stream at all")) },
+			func(err error) bool { return errors.Is(err, bidi.ErrMalformedResponse) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+				st.Send(bidi.Text("before"))
+				tc.send(st)
+			}))
+			ctx := testCtx(t)
+			sess := open(t, srv.Client(), ctx)
+			m, err := sess.Recv(ctx)
+			if err != nil || string(m.Data) != "before" {
+				t.Fatalf("first Recv = %q, %v; the message before the error must come first", m.Data, err)
+			}
+			_, err = sess.Recv(ctx)
+			if !tc.check(err) {
+				t.Fatalf("Recv = %v (%T)", err, err)
+			}
+			if err2 := sess.Send(ctx, bidi.Text("x")); err2 == nil {
+				t.Fatal("Send succeeded after a mid-stream error")
+			}
+		})
+	}
+}
+
+func TestTruncatedStreams(t *testing.T) {
+	frame, _ := eventstream.AppendMessage(nil, &eventstream.Message{
+		Headers: wire.AppendPartHeaders(nil, &wire.Part{DataType: wire.DataTypeUTF8, CompletionState: wire.CompletionComplete}),
+		Payload: []byte("a complete message"),
+	})
+	cases := []struct {
+		name string
+		h    func(st *biditest.Stream)
+	}{
+		{"cut inside a frame", func(st *biditest.Stream) { st.WriteRaw(frame[:len(frame)/2]) }},
+		{"cut inside the prelude", func(st *biditest.Stream) { st.WriteRaw(frame[:5]) }},
+		{"ended after a PARTIAL part", func(st *biditest.Stream) { st.SendPart(bidi.Part{Data: []byte("half")}) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+				st.Send(bidi.Text("first"))
+				tc.h(st)
+			}))
+			ctx := testCtx(t)
+			sess := open(t, srv.Client(), ctx)
+			if m, err := sess.Recv(ctx); err != nil || string(m.Data) != "first" {
+				t.Fatalf("Recv = %q, %v", m.Data, err)
+			}
+			_, err := sess.Recv(ctx)
+			if !errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
+				t.Fatalf("Recv = %v, want an error wrapping io.ErrUnexpectedEOF", err)
+			}
+			if _, err2 := sess.Recv(ctx); !errors.Is(err2, io.ErrUnexpectedEOF) {
+				t.Fatalf("second Recv = %v, want the same error", err2)
+			}
+		})
+	}
+	t.Run("reset", func(t *testing.T) {
+		srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+			st.Send(bidi.Text("first"))
+			st.WriteRaw(frame[:10])
+			time.Sleep(10 * time.Millisecond)
+			st.Reset()
+		}))
+		ctx := testCtx(t)
+		sess := open(t, srv.Client(), ctx)
+		sess.Recv(ctx)
+		if _, err := sess.Recv(ctx); err == nil || err == io.EOF {
+			t.Fatalf("Recv after RST_STREAM = %v, want an error", err)
+		}
+	})
+	t.Run("Reader", func(t *testing.T) {
+		srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+			st.SendPart(bidi.Part{Data: []byte("half")})
+		}))
+		ctx := testCtx(t)
+		sess := open(t, srv.Client(), ctx)
+		b, err := io.ReadAll(sess.Reader(ctx))
+		if string(b) != "half" || !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("ReadAll = %q, %v", b, err)
+		}
+	})
+}
+
+func TestOversizeMessages(t *testing.T) {
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.Send(bidi.Text("small 1"))
+		for range 5 { // 5×600 bytes, over the limit of 1000
+			st.SendPart(bidi.Part{Data: make([]byte, 600)})
+		}
+		st.SendPart(bidi.Part{Data: make([]byte, 600), Complete: true})
+		st.Send(bidi.Text("small 2"))
+		st.Send(bidi.Binary(make([]byte, 5000))) // one part over the limit
+		st.Send(bidi.Text("small 3"))
+	}))
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(func(o *bidi.Options) { o.MaxMessageSize = 1000 }), ctx)
+	want := []string{"small 1", "too large", "small 2", "too large", "small 3", "EOF"}
+	for i, w := range want {
+		m, err := sess.Recv(ctx)
+		var got string
+		var tooLarge *bidi.MessageTooLargeError
+		switch {
+		case err == io.EOF:
+			got = "EOF"
+		case errors.As(err, &tooLarge) && errors.Is(err, bidi.ErrMessageTooLarge) && tooLarge.Limit == 1000:
+			got = "too large"
+		case err != nil:
+			t.Fatalf("Recv %d: %v", i, err)
+		default:
+			got = string(m.Data)
+		}
+		if got != w {
+			t.Fatalf("Recv %d = %q, want %q", i, got, w)
+		}
+	}
+}
+
+func TestUnknownEventsSkipped(t *testing.T) {
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.SendMessage(&eventstream.Message{Headers: eventstream.Headers{
+			{Name: wire.MessageTypeHeader, Value: eventstream.StringValue("event")},
+			{Name: wire.EventTypeHeader, Value: eventstream.StringValue("FutureEvent")},
+		}, Payload: []byte("{}")})
+		st.SendMessage(&eventstream.Message{Headers: eventstream.Headers{
+			{Name: wire.MessageTypeHeader, Value: eventstream.StringValue("future-kind")},
+		}})
+		st.Send(bidi.Text("known"))
+	}))
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(), ctx)
+	m, err := sess.Recv(ctx)
+	if err != nil || string(m.Data) != "known" {
+		t.Fatalf("Recv = %q, %v", m.Data, err)
+	}
+	if _, err := sess.Recv(ctx); err != io.EOF {
+		t.Fatalf("Recv = %v, want io.EOF", err)
+	}
+}
+
+// TestNotHTTP2: a peer that answers over HTTP/1.1 fails the session with
+// ErrNotHTTP2, through a caller-supplied HTTP/1 client as through the
+// package's HTTP/2-only default transport.
+func TestNotHTTP2(t *testing.T) {
+	h1 := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The request body never ends: answer without reading it first.
+		http.NewResponseController(w).EnableFullDuplex()
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+	}))
+	h1.EnableHTTP2 = false
+	h1.Config.ErrorLog = log.New(io.Discard, "", 0) // the failed ALPN handshake
+	h1.StartTLS()
+	defer h1.Close()
+	cfg := aws.Config{Region: "us-west-2", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")}
+	ctx := testCtx(t)
+
+	t.Run("HTTP/1 client", func(t *testing.T) {
+		c := bidi.NewFromConfig(cfg, func(o *bidi.Options) {
+			o.BaseEndpoint = aws.String(h1.URL)
+			o.HTTPClient = h1.Client()
+		})
+		sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
+		if err == nil {
+			defer sess.Close()
+			_, err = sess.Response(ctx)
+			if err2 := sess.Send(ctx, bidi.Text("x")); !errors.Is(err2, bidi.ErrNotHTTP2) {
+				t.Errorf("Send = %v, want ErrNotHTTP2", err2)
+			}
+		}
+		if !errors.Is(err, bidi.ErrNotHTTP2) {
+			t.Fatalf("got %v, want ErrNotHTTP2", err)
+		}
+	})
+	t.Run("default transport", func(t *testing.T) {
+		hc := bidi.NewHTTPClient(func(o *bidi.HTTPClientOptions) {
+			o.TLSConfig = h1.Client().Transport.(*http.Transport).TLSClientConfig
+		})
+		c := bidi.NewFromConfig(cfg, func(o *bidi.Options) {
+			o.BaseEndpoint = aws.String(h1.URL)
+			o.HTTPClient = hc
+		})
+		sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
+		if err == nil {
+			defer sess.Close()
+			_, err = sess.Response(ctx)
+		}
+		if !errors.Is(err, bidi.ErrNotHTTP2) {
+			t.Fatalf("got %v, want ErrNotHTTP2", err)
+		}
+	})
+}
+
+// TestErrorStringsHideEchoedContent: the container's OriginalMessage, which
+// may echo request content, stays out of error strings.
+func TestErrorStringsHideEchoedContent(t *testing.T) {
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.Fail(424, "ModelError", map[string]any{"Message": "m", "OriginalMessage": "SECRET-ECHO"})
+	}))
+	ctx := testCtx(t)
+	sess, err := srv.Client(noRetry).Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
+	if err == nil {
+		defer sess.Close()
+		_, err = sess.Recv(ctx)
+	}
+	if err == nil || strings.Contains(err.Error(), "SECRET-ECHO") {
+		t.Fatalf("error %q", err)
+	}
+}

@@ -1,0 +1,138 @@
+package bidi_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+)
+
+// captureLogger records every log line.
+type captureLogger struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *captureLogger) Logf(c logging.Classification, format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, string(c)+" "+fmt.Sprintf(format, v...))
+}
+
+func (l *captureLogger) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// TestNothingSensitiveLogged runs sessions through their lifecycle events
+// (open, retry, answer, mid-stream error, HTTP error, close) and checks
+// that neither the log nor any error string contains a payload, a
+// credential or a signature.
+func TestNothingSensitiveLogged(t *testing.T) {
+	const (
+		payload = "PAYLOAD-SECRET-42"
+		token   = "SESSION-TOKEN-SECRET"
+	)
+	var attempts atomic.Int32
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		switch st.EndpointName {
+		case "retry":
+			if attempts.Add(1) == 1 {
+				st.Recv()
+				st.Fail(503, "ServiceUnavailableError", map[string]any{"Message": "busy"})
+				return
+			}
+		case "fail":
+			st.Recv()
+			st.Fail(424, "ModelError", map[string]any{"Message": "model failed", "OriginalMessage": "echo: " + payload})
+			return
+		case "exception":
+			st.Accept()
+			st.Recv()
+			st.SendModelStreamError("E", "stream broke")
+			return
+		}
+		st.Accept()
+		for {
+			m, err := st.Recv()
+			if err != nil {
+				return
+			}
+			st.Send(m)
+		}
+	}), func(s *biditest.Server) {
+		s.Credentials = aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey, SessionToken: token}
+	})
+	log := &captureLogger{}
+	c := srv.Client(fastRetry, func(o *bidi.Options) {
+		o.Logger = log
+		o.ClientLogMode = aws.LogRetries | aws.LogRequest | aws.LogResponse | aws.LogSigning
+	})
+	ctx := testCtx(t)
+	var errs []error
+	for _, name := range []string{"echo", "retry", "fail", "exception", "closed"} {
+		sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: name})
+		if err != nil {
+			t.Fatalf("Open %s: %v", name, err)
+		}
+		if err := sess.Send(ctx, bidi.Text(payload)); err != nil {
+			errs = append(errs, err)
+		}
+		if name == "closed" {
+			sess.Close()
+		}
+		for {
+			_, err := sess.Recv(ctx)
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			sess.CloseSend()
+		}
+		errs = append(errs, sess.Send(ctx, bidi.Text(payload)))
+		sess.Close()
+	}
+
+	logText := log.text()
+	if logText == "" {
+		t.Fatal("nothing was logged")
+	}
+	t.Logf("log:\n%s", logText)
+	var errText []string
+	for _, err := range errs {
+		if err != nil {
+			errText = append(errText, err.Error())
+		}
+	}
+	if len(errText) < 5 {
+		t.Fatalf("only %d errors collected: %q", len(errText), errText)
+	}
+	secrets := []string{payload, biditest.SecretAccessKey, biditest.AccessKeyID, token}
+	if auth := serverStream(t, srv, 0).Header.Get("Authorization"); auth != "" {
+		_, sig, ok := strings.Cut(auth, "Signature=")
+		if !ok || len(sig) != 64 {
+			t.Fatalf("unexpected Authorization header shape")
+		}
+		secrets = append(secrets, sig)
+	}
+	hex64 := regexp.MustCompile(`[0-9a-f]{64}`)
+	for what, text := range map[string]string{"log": logText, "errors": strings.Join(errText, "\n")} {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("%s contain a secret (%.6s…)", what, s)
+			}
+		}
+		if hex64.MatchString(text) {
+			t.Errorf("%s contain something that looks like a signature", what)
+		}
+	}
+}

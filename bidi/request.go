@@ -1,0 +1,120 @@
+package bidi
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+)
+
+// Wire constants of the request (WIRE.md §3).
+const (
+	signingName            = "sagemaker"
+	contentTypeEventStream = "application/vnd.amazon.eventstream"
+	streamingPayloadHash   = "STREAMING-AWS4-HMAC-SHA256-EVENTS"
+
+	headerContentSHA256        = "X-Amz-Content-Sha256"
+	headerTargetVariant        = "X-Amzn-Sagemaker-Target-Variant"
+	headerModelInvocationPath  = "X-Amzn-Sagemaker-Model-Invocation-Path"
+	headerModelQueryString     = "X-Amzn-Sagemaker-Model-Query-String"
+	headerInvokedVariant       = "X-Amzn-Invoked-Production-Variant"
+	headerRequestID            = "X-Amzn-Requestid"
+	headerAlternateRequestID   = "X-Amz-Request-Id"
+	userAgent                  = "sagemaker-bidi-go/" + Version
+	credentialsErrorPrefix     = "bidi: retrieving credentials"
+	signingErrorPrefix         = "bidi: signing the request"
+	seedErrorPrefix            = "bidi: reading the request signature"
+	requestConstructionMessage = "bidi: building the request"
+)
+
+// Version is the version of this module, sent in the User-Agent header.
+const Version = "0.1.0"
+
+// retrieveCredentials asks provider for credentials, giving up when ctx is
+// done even if the provider ignores ctx. An aws.CredentialsCache (which
+// Options.Credentials always is, unless anonymous) already honours ctx: it
+// refreshes in the background and returns when ctx is done, so it is
+// called directly. Other providers are called in a goroutine; if ctx ends
+// first, the call finishes in the background and its result is dropped.
+func retrieveCredentials(ctx context.Context, provider aws.CredentialsProvider) (aws.Credentials, error) {
+	if provider == nil {
+		return aws.Credentials{}, ErrNoCredentials
+	}
+	if cache, ok := provider.(*aws.CredentialsCache); ok {
+		c, err := cache.Retrieve(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
+			return aws.Credentials{}, fmt.Errorf("%s: %w", credentialsErrorPrefix, err)
+		}
+		return c, nil
+	}
+	type result struct {
+		creds aws.Credentials
+		err   error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := provider.Retrieve(ctx)
+		ch <- result{c, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return aws.Credentials{}, fmt.Errorf("%s: %w", credentialsErrorPrefix, r.err)
+		}
+		return r.creds, nil
+	case <-ctx.Done():
+		return aws.Credentials{}, fmt.Errorf("%s: %w", credentialsErrorPrefix, context.Cause(ctx))
+	}
+}
+
+// newRequest builds the signed POST that opens a stream (WIRE.md §3) and
+// returns it with the seed of the event signature chain: the request's own
+// signature.
+func (c *Client) newRequest(ctx context.Context, u *url.URL, in *OpenInput, creds aws.Credentials, body io.ReadCloser, now time.Time) (*http.Request, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", requestConstructionMessage, err)
+	}
+	req.ContentLength = -1
+	h := req.Header
+	h["Content-Type"] = []string{contentTypeEventStream}
+	h[headerContentSHA256] = []string{streamingPayloadHash}
+	h["User-Agent"] = []string{c.userAgent}
+	if in.TargetVariant != "" {
+		h[headerTargetVariant] = []string{in.TargetVariant}
+	}
+	if in.ModelInvocationPath != "" {
+		h[headerModelInvocationPath] = []string{in.ModelInvocationPath}
+	}
+	if in.ModelQueryString != "" {
+		h[headerModelQueryString] = []string{in.ModelQueryString}
+	}
+	if err := c.signer.SignHTTP(ctx, creds, req, streamingPayloadHash, signingName, c.options.Region, now); err != nil {
+		// The signer's errors name the missing piece, never a secret.
+		return nil, nil, fmt.Errorf("%s: %w", signingErrorPrefix, err)
+	}
+	seed, err := eventstream.SeedFromAuthorization(req.Header.Get("Authorization"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", seedErrorPrefix, err)
+	}
+	return req, seed, nil
+}
+
+// newSigner is v4.NewSigner configured for this service: no logging of
+// canonical strings, standard (double) path escaping.
+func newSigner() *v4.Signer {
+	return v4.NewSigner(func(o *v4.SignerOptions) {
+		o.LogSigning = false
+		o.DisableURIPathEscaping = false
+	})
+}

@@ -1,0 +1,286 @@
+package bidi
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	mathrand "math/rand/v2"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
+)
+
+// ErrMessageInProgress is returned by Send while a message begun with
+// SendPart (a part with Complete unset) has not been completed: its parts
+// and another message's must not interleave.
+var ErrMessageInProgress = errors.New("bidi: a message begun with SendPart is not complete")
+
+// SendInterruptedError is the terminal error of a session whose Send was
+// interrupted (its context ended) after some parts of its message had been
+// queued. A message cannot be withdrawn halfway, so the session is
+// aborted. It unwraps to the context's error.
+type SendInterruptedError struct {
+	Err error
+}
+
+func (e *SendInterruptedError) Error() string {
+	return "bidi: Send interrupted after part of its message was sent; session aborted: " + e.Err.Error()
+}
+
+// Unwrap returns the context error that interrupted Send.
+func (e *SendInterruptedError) Unwrap() error { return e.Err }
+
+// Send sends one message to the model. A message larger than
+// Options.MaxPartSize is split into PARTIAL parts ended by a COMPLETE part
+// (the model's container receives one fragmented WebSocket message). Every
+// part carries its DataType and, per Options.Padding, a P header that
+// hides its exact size. m.Data is copied; it is not retained after Send
+// returns.
+//
+// Send returns once the message is queued for the transport in the
+// session's send queue, which is small (64 KiB, or one larger part): the
+// transport takes from it only as HTTP/2 flow control allows, so when the
+// service does not read, the queue fills and Send blocks; ctx bounds the
+// wait. Nothing is buffered without bound. If ctx ends before the message
+// (for a fragmented one, its first part) is queued, Send returns ctx's
+// error and the session remains usable; if it ends after some of its parts
+// were queued, the half-sent message cannot be withdrawn and the session
+// is aborted with a [*SendInterruptedError].
+//
+// Send is safe for concurrent use: concurrent calls are serialized (one
+// holds the send lock at a time; waiting for it is bounded by ctx), and
+// one message's parts are never interleaved with another's. After the
+// session has failed, Send returns the cause (for example the
+// [*ResponseError] of a 424 or a mid-stream [*ModelStreamError]); after
+// CloseSend it returns [ErrSendClosed], after Close [ErrSessionClosed], and
+// after the service ended the stream [ErrStreamEnded].
+func (s *Session) Send(ctx context.Context, m Message) error {
+	if err := s.lockSend(ctx); err != nil {
+		return err
+	}
+	defer s.unlockSend()
+	if err := s.sendable(); err != nil {
+		return err
+	}
+	if s.partOpen {
+		return ErrMessageInProgress
+	}
+	sp := newSplitter(m, s.maxPart)
+	first := true
+	for p, ok := sp.next(); ok; p, ok = sp.next() {
+		if err := s.sendPart(ctx, p, !first); err != nil {
+			return err
+		}
+		first = false
+	}
+	return nil
+}
+
+// SendPart sends one raw part: a fragment of a message, for callers that
+// stream a message as it is produced (live audio, for example). Parts with
+// Complete unset continue the current message; the part with Complete set
+// ends it, and until then Send returns [ErrMessageInProgress]. A part
+// larger than Options.MaxPartSize is split, its last piece keeping
+// p.Complete. The DataType of the first part is the message's type.
+// Blocking, context and error behaviour are those of Send; a part that
+// was not queued because ctx ended may be sent again.
+func (s *Session) SendPart(ctx context.Context, p Part) error {
+	if err := s.lockSend(ctx); err != nil {
+		return err
+	}
+	defer s.unlockSend()
+	if err := s.sendable(); err != nil {
+		return err
+	}
+	sp := newSplitter(Message{Data: p.Data, Type: p.Type}, s.maxPart)
+	first := true
+	for q, ok := sp.next(); ok; q, ok = sp.next() {
+		q.Complete = q.Complete && p.Complete
+		if err := s.sendPart(ctx, q, !first); err != nil {
+			return err
+		}
+		first = false
+	}
+	s.partOpen = !p.Complete
+	return nil
+}
+
+// CloseSend ends the request side of the stream: the signed end frame
+// follows the queued parts, after which the transport ends the HTTP/2
+// stream's request side (END_STREAM). Recv keeps working and returns the
+// model's remaining messages, then io.EOF. CloseSend waits for a
+// concurrent Send to return, but not for the end frame to be written.
+// Calling it again does nothing. After the session failed it returns the
+// cause (nil if the service had already ended the stream cleanly).
+func (s *Session) CloseSend() error {
+	select {
+	case s.sendLock <- struct{}{}:
+	case <-s.ctx.Done():
+		// Pending Sends return promptly once the session is over.
+		s.sendLock <- struct{}{}
+	}
+	defer s.unlockSend()
+	if s.sendClosed {
+		return nil
+	}
+	if err := s.sendable(); err != nil {
+		if errors.Is(err, ErrStreamEnded) {
+			return nil
+		}
+		return err
+	}
+	s.sendClosed = true
+	s.pipe.end()
+	return nil
+}
+
+func (s *Session) lockSend(ctx context.Context) error {
+	select {
+	case s.sendLock <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case s.sendLock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.sendFailed:
+		return s.sendCause()
+	case <-s.ctx.Done():
+		return s.sendCause()
+	}
+}
+
+func (s *Session) unlockSend() { <-s.sendLock }
+
+// sendable returns why Send cannot proceed, or nil. The send lock is held.
+func (s *Session) sendable() error {
+	if s.closed.Load() {
+		return ErrSessionClosed
+	}
+	if s.sendClosed {
+		return ErrSendClosed
+	}
+	select {
+	case <-s.sendFailed:
+		return s.sendCause()
+	default:
+	}
+	if s.ctx.Err() != nil {
+		return s.sendCause()
+	}
+	return nil
+}
+
+// sendCause returns the error that ended the send side.
+func (s *Session) sendCause() error {
+	if s.closed.Load() {
+		return ErrSessionClosed
+	}
+	s.failMu.Lock()
+	err := s.sendErr
+	s.failMu.Unlock()
+	if err == nil {
+		err = s.sessionErr()
+	}
+	return err
+}
+
+// sendPart encodes one part and queues it for the transport, waiting for
+// room in the queue. midMessage tells whether earlier parts of the same
+// message were queued by this call. The send lock is held.
+func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
+	if err := ctx.Err(); err != nil {
+		return s.interrupted(err, midMessage)
+	}
+	if err := s.encodePart(p); err != nil {
+		return err
+	}
+	for {
+		ok, err := s.pipe.enqueue(&s.msg)
+		switch {
+		case ok:
+			return nil
+		case err != nil:
+			select {
+			case <-s.sendFailed:
+				return s.sendCause()
+			default:
+				return wrapEncodeError(err)
+			}
+		}
+		select {
+		case <-s.pipe.space:
+		case <-ctx.Done():
+			return s.interrupted(ctx.Err(), midMessage)
+		case <-s.sendFailed:
+			return s.sendCause()
+		case <-s.ctx.Done():
+			return s.sendCause()
+		}
+	}
+}
+
+// interrupted handles a Send whose context ended before its part could be
+// queued: the session survives unless earlier parts of the message are
+// already on their way.
+func (s *Session) interrupted(err error, midMessage bool) error {
+	if !midMessage {
+		return err
+	}
+	ie := &SendInterruptedError{Err: err}
+	s.abort(ie)
+	return ie
+}
+
+func wrapEncodeError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("bidi: encoding part: %w", err)
+}
+
+// encodePart fills s.msg with the PayloadPart for p: DataType,
+// CompletionState and padding headers, p.Data as payload. It allocates
+// nothing once the session's buffers have grown.
+func (s *Session) encodePart(p Part) error {
+	dt, cs := wire.DataTypeBinary, wire.CompletionPartial
+	if p.Type == DataTypeUTF8 {
+		dt = wire.DataTypeUTF8
+	}
+	if p.Complete {
+		cs = wire.CompletionComplete
+	}
+	var pad []byte
+	if n := padLen(s.opts.Padding, len(p.Data)); n > 0 {
+		if s.padSrc == nil {
+			s.padSrc = newPaddingSource(s.opts.PaddingSource)
+		}
+		var err error
+		if s.pad, err = appendPadding(s.pad[:0], n, s.padSrc); err != nil {
+			return err
+		}
+		pad = s.pad
+	}
+	s.hdrs = wire.AppendPartHeaders(s.hdrs[:0], &wire.Part{DataType: dt, CompletionState: cs, Padding: pad})
+	s.msg = eventstream.Message{Headers: s.hdrs, Payload: p.Data}
+	return nil
+}
+
+// newPaddingSource returns the session's source of padding bytes:
+// Options.PaddingSource, buffered, or by default a ChaCha8 generator (a
+// cryptographically strong one) seeded from crypto/rand, which costs one
+// 32-byte read per session instead of a system call per few parts.
+func newPaddingSource(src io.Reader) io.Reader {
+	if src != nil {
+		return newPadReader(src)
+	}
+	var seed [32]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		return newPadReader(nil)
+	}
+	return mathrand.NewChaCha8(seed)
+}

@@ -1,0 +1,388 @@
+package bidi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+)
+
+// ErrStreamEnded is returned by Send when the service has ended the stream
+// without an error (its response ended cleanly) or when the reason is still
+// behind messages the caller has not received yet. Recv returns the
+// remaining messages and then io.EOF or the reason.
+var ErrStreamEnded = errors.New("bidi: stream ended by the service")
+
+// A Session is one bidirectional stream with a SageMaker endpoint, opened
+// by [Client.Open]. Messages sent with Send reach the model in order;
+// messages from the model are read with Recv.
+//
+// Concurrency: Send, SendPart and CloseSend may be called from any number
+// of goroutines. One call holds the send lock at a time, so a message's
+// parts are never interleaved with another message's on the wire; callers
+// that need an order between their messages must impose it themselves.
+// Recv, RecvPart, Messages and Reader are meant for one receiving
+// goroutine (concurrent calls are serialized, but which caller gets which
+// message is then arbitrary). Sending and receiving may proceed
+// concurrently, and Response, Context and Close may be called at any time
+// from any goroutine.
+//
+// Flow and memory: Send copies each part into a send queue of at most 64
+// KiB (or one larger part) from which the HTTP/2 transport takes parts as
+// flow control allows, so a service that does not read makes Send block.
+// On the receiving side the session reads at most 32 parts or 1 MiB ahead
+// of Recv, then leaves the rest to HTTP/2 flow control; a reassembled
+// message is bounded by Options.MaxMessageSize.
+//
+// Lifetime: a session ends when the service ends the stream, when it
+// fails, when the context given to Open is cancelled, or when Close is
+// called. A session starts one goroutine of its own (it waits for the
+// response, retries the open when allowed and reads the response stream)
+// besides the transport's request writer; Close or the cancellation
+// unblocks every pending Send, Recv and Response, aborts the HTTP/2 stream
+// and makes those goroutines exit. After a failure, Send and Recv return
+// the cause: a typed error such as [*ResponseError] or [*ModelStreamError],
+// or an error wrapping io.ErrUnexpectedEOF or matching [ErrDeadPeer]; Recv
+// returns io.EOF only when the service ended the stream cleanly.
+type Session struct {
+	c     *Client
+	opts  *Options
+	input OpenInput
+	url   *url.URL
+
+	// ctx is the session's lifetime, derived from Open's context; every
+	// HTTP attempt's context derives from it. It is cancelled, with the
+	// terminal error as cause, when the session fails or is closed.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	closed atomic.Bool
+
+	// sendErr is why Send can no longer work; sendFailed is closed when it
+	// is set. It is set when the session fails or is closed, and also when
+	// the response stream ends while undelivered messages are still queued
+	// for Recv. When only the parent context was cancelled it stays unset
+	// and the context's cause applies.
+	failMu     sync.Mutex
+	sendErr    error
+	sendFailed chan struct{}
+
+	// Send side; sendLock (a one-slot semaphore) guards the fields below
+	// it, except pipe, which has its own lock.
+	sendLock   chan struct{}
+	sendClosed bool
+	partOpen   bool // a message begun with SendPart is not complete
+	maxPart    int
+	hdrs       eventstream.Headers
+	msg        eventstream.Message
+	pad        []byte
+	padSrc     io.Reader
+	pipe       sendPipe
+
+	// Response headers, set once by the run goroutine before respReady is
+	// closed.
+	respReady chan struct{}
+	resp      *Response
+	respErr   error
+
+	// Receive side: the run goroutine decodes the response stream into
+	// recvQ (bounded by count and recvQueueBytes); recvLock guards the
+	// fields below it.
+	recvQ      chan recvItem
+	queued     atomic.Int64
+	recvSpace  chan struct{}
+	recvLock   chan struct{}
+	asm        *reassembler
+	recvErr    error // sticky terminal receive error
+	midMessage bool  // the last part received was PARTIAL
+	maxMessage int
+}
+
+// recvQueueItems and recvQueueBytes bound the messages the session reads
+// ahead of Recv. Beyond them the session stops reading and HTTP/2 flow
+// control holds the service back.
+const (
+	recvQueueItems = 32
+	recvQueueBytes = 1 << 20
+)
+
+func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
+	s := &Session{
+		c:          c,
+		opts:       &c.options,
+		input:      *in,
+		url:        invocationURL(c.endpoint, in.EndpointName),
+		sendFailed: make(chan struct{}),
+		sendLock:   make(chan struct{}, 1),
+		maxPart:    c.options.MaxPartSize,
+		respReady:  make(chan struct{}),
+		recvQ:      make(chan recvItem, recvQueueItems),
+		recvSpace:  make(chan struct{}, 1),
+		recvLock:   make(chan struct{}, 1),
+		asm:        newReassembler(c.options.MaxMessageSize),
+		maxMessage: c.options.MaxMessageSize,
+	}
+	if s.maxPart <= 0 {
+		s.maxPart = DefaultMaxPartSize
+	}
+	if s.maxMessage <= 0 {
+		s.maxMessage = DefaultMaxMessageSize
+	}
+	s.ctx, s.cancel = context.WithCancelCause(parent)
+	s.pipe.init(c.options.ReplayLimit, s.ctx.Done())
+	return s
+}
+
+// Response waits for the response headers of the stream and returns them,
+// or returns the error that ended the session before they arrived: the
+// typed HTTP error ([*ResponseError], which unwraps to [*ModelError],
+// [*ServiceUnavailableError], ...), a transport error, [ErrNotHTTP2],
+// [ErrSessionClosed] or ctx's error. With retries (see
+// Options.RetryMaxAttempts) it reports the attempt that was not retried.
+func (s *Session) Response(ctx context.Context) (*Response, error) {
+	select {
+	case <-s.respReady:
+		return s.resp, s.respErr
+	default:
+	}
+	select {
+	case <-s.respReady:
+		return s.resp, s.respErr
+	case <-s.ctx.Done():
+		select {
+		case <-s.respReady:
+			return s.resp, s.respErr
+		default:
+		}
+		return nil, s.sessionErr()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close ends the session at once: it aborts the HTTP/2 stream (no end
+// frame is sent; use CloseSend first for a graceful end), discards
+// undelivered messages, unblocks every pending call, which then returns
+// [ErrSessionClosed], and makes the session's goroutines exit. It does not
+// wait for them. Close is safe to call more than once and concurrently;
+// it always returns nil.
+func (s *Session) Close() error {
+	if s.closed.CompareAndSwap(false, true) {
+		if s.c.logOn {
+			s.logf(logging.Debug, "bidi: closing session with endpoint %q", s.input.EndpointName)
+		}
+	}
+	s.abort(ErrSessionClosed)
+	return nil
+}
+
+// Context returns the session's context. It is derived from the context
+// given to Open and is cancelled when the session ends, whatever the
+// reason; context.Cause then tells why: [ErrSessionClosed] after Close,
+// [ErrStreamEnded] after a clean end, or the error that ended it.
+func (s *Session) Context() context.Context { return s.ctx }
+
+// sessionErr returns the terminal error of a cancelled session.
+func (s *Session) sessionErr() error {
+	if s.closed.Load() {
+		return ErrSessionClosed
+	}
+	if err := context.Cause(s.ctx); err != nil {
+		return err
+	}
+	return ErrSessionClosed
+}
+
+// failSend records why Send can no longer work; the first reason wins.
+func (s *Session) failSend(err error) {
+	s.failMu.Lock()
+	if s.sendErr == nil {
+		s.sendErr = err
+		close(s.sendFailed)
+	}
+	s.failMu.Unlock()
+}
+
+// abort ends the session with err (the first error wins).
+func (s *Session) abort(err error) {
+	s.failSend(err)
+	s.pipe.fail(err)
+	s.cancel(err)
+}
+
+// attempt is one HTTP request of a session; a retried open makes another.
+type attempt struct {
+	n      int
+	req    *http.Request
+	cancel context.CancelFunc
+}
+
+// newAttempt retrieves credentials, signs a new request whose body is
+// attached to the session's pipe and returns it, ready to send.
+func (s *Session) newAttempt(n int) (*attempt, error) {
+	creds, err := retrieveCredentials(s.ctx, s.opts.Credentials)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	body := newReqBody(&s.pipe, nil)
+	req, seed, err := s.c.newRequest(ctx, s.url, &s.input, creds, body, s.opts.Now())
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	newSigner := func() *eventstream.Signer {
+		return eventstream.NewSigner(creds, s.opts.Region, signingName, seed, func(o *eventstream.SignerOptions) {
+			o.Now = s.opts.Now
+		})
+	}
+	body.signer = newSigner()
+	if err := s.pipe.attach(body); err != nil {
+		cancel()
+		return nil, err
+	}
+	// The transport asks for the body again when it retries the request
+	// on another connection, which it does only for a stream the server
+	// refused or never saw (REFUSED_STREAM, GOAWAY, a connection that
+	// broke before the stream started). The new body sends everything
+	// sent so far again, on a chain restarted from the same seed.
+	req.GetBody = func() (io.ReadCloser, error) {
+		b := newReqBody(&s.pipe, newSigner())
+		if err := s.pipe.attach(b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return &attempt{n: n, req: req, cancel: cancel}, nil
+}
+
+// errCannotReplay is returned to the transport when it wants to resend a
+// request whose body is no longer fully recorded.
+var errCannotReplay = errors.New("bidi: cannot resend the request: more than ReplayLimit bytes were sent")
+
+// run sends the request, retries the open on transient errors, publishes
+// the response headers and then reads the response stream into recvQ. It
+// is the session's own goroutine.
+func (s *Session) run(a *attempt) {
+	defer func() { a.cancel() }()
+	for {
+		resp, err := s.c.http.Do(a.req)
+		if err != nil {
+			s.fail(s.transportError(err))
+			return
+		}
+		if resp.ProtoMajor != 2 {
+			resp.Body.Close()
+			s.fail(fmt.Errorf("%w (response protocol %s)", ErrNotHTTP2, resp.Proto))
+			return
+		}
+		if resp.StatusCode/100 != 2 {
+			err := responseError(resp)
+			s.pipe.detach() // this attempt's body takes no more parts
+			if !s.retry(a, err) {
+				s.fail(err)
+				return
+			}
+			a.cancel()
+			if !sleepCtx(s.ctx, backoff(a.n, s.opts.RetryMaxBackoff)) {
+				s.fail(s.sessionErr())
+				return
+			}
+			next, err := s.newAttempt(a.n + 1)
+			if err != nil {
+				s.fail(err)
+				return
+			}
+			a = next
+			continue
+		}
+		// The model has answered: never retry from here on.
+		s.pipe.stopReplay()
+		s.resp = responseOf(resp)
+		close(s.respReady)
+		if s.c.logOn {
+			s.logf(logging.Debug, "bidi: session with endpoint %q answered: HTTP %d after %d attempt(s)", s.input.EndpointName, resp.StatusCode, a.n)
+		}
+		s.readLoop(resp.Body, s.pipe.current())
+		return
+	}
+}
+
+// retry reports whether a failed attempt a may be retried after err, and
+// logs the decision.
+func (s *Session) retry(a *attempt, err error) bool {
+	if !retryableOpenError(err) || s.ctx.Err() != nil {
+		return false
+	}
+	if a.n >= s.opts.RetryMaxAttempts {
+		s.logf(logging.Debug, "bidi: not retrying open of endpoint %q: %d attempt(s) made", s.input.EndpointName, a.n)
+		return false
+	}
+	if !s.pipe.canReplay() {
+		s.logf(logging.Debug, "bidi: not retrying open of endpoint %q: more than ReplayLimit bytes already sent", s.input.EndpointName)
+		return false
+	}
+	if s.opts.ClientLogMode.IsRetries() {
+		s.logf(logging.Warn, "bidi: retrying open of endpoint %q after attempt %d: %s", s.input.EndpointName, a.n, errorCode(err))
+	} else {
+		s.logf(logging.Debug, "bidi: retrying open of endpoint %q after attempt %d: %s", s.input.EndpointName, a.n, errorCode(err))
+	}
+	return true
+}
+
+// fail ends a session whose response headers never came (or were an
+// error): the error becomes the answer of Response and the session's
+// terminal error.
+func (s *Session) fail(err error) {
+	if s.ctx.Err() != nil {
+		err = s.sessionErr()
+	}
+	s.respErr = err
+	close(s.respReady)
+	s.logf(logging.Debug, "bidi: session with endpoint %q failed before the model answered: %s", s.input.EndpointName, errorCode(err))
+	s.abort(err)
+}
+
+// transportError maps an error of the HTTP client to the session's terms:
+// the session's own cancellation cause, ErrDeadPeer or ErrNotHTTP2 where
+// recognised, else the error itself.
+func (s *Session) transportError(err error) error {
+	if s.ctx.Err() != nil {
+		return s.sessionErr()
+	}
+	return classifyTransportError(err)
+}
+
+// errorCode returns a log-safe description of err: the error code of an
+// API error or the type of other errors. Messages are left out, since the
+// service may echo request content in them.
+func errorCode(err error) string {
+	var api interface{ ErrorCode() string }
+	if errors.As(err, &api) {
+		return "error code " + api.ErrorCode()
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		return "end of stream"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "stream cut mid-message"
+	case errors.Is(err, ErrDeadPeer):
+		return "dead peer"
+	case errors.Is(err, ErrSessionClosed):
+		return "session closed"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "context done"
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+func (s *Session) logf(cl logging.Classification, format string, v ...any) {
+	s.c.logf(cl, format, v...)
+}
