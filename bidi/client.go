@@ -2,6 +2,7 @@ package bidi
 
 import (
 	"context"
+	"crypto/tls"
 	"net/http"
 	"net/url"
 
@@ -21,7 +22,7 @@ type Client struct {
 	endpoint  *url.URL // resolved service endpoint; nil when err is set
 	err       error    // configuration error, returned by Open
 	userAgent string
-	logOn     bool // the logger is not logging.Nop: worth formatting for
+	logOn     bool // a log mode is set and the logger is not logging.Nop
 }
 
 // NewFromConfig returns a Client configured from cfg (region, credentials,
@@ -32,7 +33,7 @@ func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
 	o := resolveOptions(cfg, optFns...)
 	c := &Client{options: o, signer: newSigner(), userAgent: userAgent}
 	_, nop := o.Logger.(logging.Nop)
-	c.logOn = !nop
+	c.logOn = !nop && o.ClientLogMode != 0
 	if o.AppID != "" {
 		c.userAgent += " app/" + o.AppID
 	}
@@ -54,6 +55,9 @@ func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
 		c.http = NewHTTPClient(func(t *HTTPClientOptions) {
 			t.HealthCheckInterval = o.HealthCheckInterval
 			t.HealthCheckTimeout = o.HealthCheckTimeout
+			if o.rootCAs != nil {
+				t.TLSConfig = &tls.Config{RootCAs: o.rootCAs}
+			}
 		})
 	}
 	return c
@@ -122,5 +126,8 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 }
 
 func (c *Client) logf(cl logging.Classification, format string, v ...any) {
+	if !c.logOn {
+		return
+	}
 	c.options.Logger.Logf(cl, format, v...)
 }

@@ -49,7 +49,8 @@ type (
 //     unless already one);
 //   - HTTPClient only if cfg.HTTPClient is an *http.Client (the config
 //     package's default BuildableClient is not used: this package builds an
-//     HTTP/2 client with health checks instead);
+//     HTTP/2 client with health checks instead, trusting the
+//     BuildableClient's custom CA bundle, e.g. AWS_CA_BUNDLE, if any);
 //   - BaseEndpoint from cfg.BaseEndpoint, overridden by the
 //     service-specific endpoint from cfg.ConfigSources, except that a set
 //     AWS_ENDPOINT_URL without AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2
@@ -68,8 +69,15 @@ func resolveOptions(cfg aws.Config, optFns ...func(*Options)) Options {
 		AppID:            cfg.AppID,
 		RetryMaxAttempts: cfg.RetryMaxAttempts,
 	}
-	if hc, ok := cfg.HTTPClient.(*http.Client); ok {
+	switch hc := cfg.HTTPClient.(type) {
+	case *http.Client:
 		o.HTTPClient = hc
+	case interface{ GetTransport() *http.Transport }:
+		// The config package's BuildableClient: keep its custom CA
+		// bundle for the HTTP/2 client built here.
+		if t := hc.GetTransport(); t != nil && t.TLSClientConfig != nil {
+			o.rootCAs = t.TLSClientConfig.RootCAs
+		}
 	}
 	ctx := context.Background()
 	resolveBaseEndpoint(ctx, cfg, &o)

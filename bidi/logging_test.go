@@ -136,3 +136,28 @@ func TestNothingSensitiveLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentWithoutLogMode checks that a client with a logger but no
+// ClientLogMode (what config.LoadDefaultConfig gives) logs nothing, as AWS
+// service clients do.
+func TestSilentWithoutLogMode(t *testing.T) {
+	srv := biditest.NewServer(biditest.Echo())
+	defer srv.Close()
+	log := &captureLogger{}
+	c := srv.Client(func(o *bidi.Options) { o.Logger = log })
+	ctx := testCtx(t)
+	sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "quiet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Send(ctx, bidi.Text("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Recv(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sess.Close()
+	if got := log.text(); got != "" {
+		t.Fatalf("logged without a log mode:\n%s", got)
+	}
+}

@@ -1,6 +1,7 @@
 package bidi
 
 import (
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -98,9 +99,11 @@ type Options struct {
 	// credentials and signatures are never logged.
 	Logger logging.Logger
 
-	// ClientLogMode selects optional diagnostics such as aws.LogRetries.
-	// Whatever the mode, payloads, credentials and signatures are never
-	// logged.
+	// ClientLogMode turns on the lifecycle log lines (session opened,
+	// answered, retried, failed, closed): any non-zero mode, such as
+	// aws.LogRequest|aws.LogRetries, enables them; zero, the default,
+	// keeps the client silent, as AWS service clients are. Whatever the
+	// mode, payloads, credentials and signatures are never logged.
 	ClientLogMode aws.ClientLogMode
 
 	// AppID is an application identifier added to the User-Agent header.
@@ -122,8 +125,9 @@ type Options struct {
 	Padding PaddingPolicy
 
 	// PaddingSource supplies the random bytes of the padding, mapped to
-	// printable ASCII. Nil means crypto/rand. It is read by one goroutine
-	// at a time per session.
+	// printable ASCII. Nil means a fast per-session generator (ChaCha8)
+	// seeded from crypto/rand. It is read by one goroutine at a time per
+	// session.
 	PaddingSource io.Reader
 
 	// Now is the clock used for signing. Nil means time.Now. Set it for
@@ -158,6 +162,11 @@ type Options struct {
 	// before the connection is closed and its sessions fail with
 	// ErrDeadPeer. 0 means DefaultHealthCheckTimeout.
 	HealthCheckTimeout time.Duration
+
+	// rootCAs are the certificate authorities of a custom CA bundle
+	// (AWS_CA_BUNDLE, ca_bundle) found in the aws.Config's HTTP client,
+	// trusted by the HTTP client this package builds.
+	rootCAs *x509.CertPool
 }
 
 // Copy returns a copy of o that shares no pointers the Client might
