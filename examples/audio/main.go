@@ -1,0 +1,154 @@
+// Command audio streams audio to a model in real-time-paced chunks over a
+// bidirectional session, while a second goroutine prints the model's
+// partial results as they arrive, part by part (Session.RecvPart).
+//
+// The audio is synthetic: a sine tone rendered as 16-bit mono PCM, cut
+// into chunks of -chunk-ms milliseconds, each sent when a live capture
+// would have recorded it. By default each chunk is a BINARY message of
+// its own; with -fragment the chunks are the PARTIAL…COMPLETE parts of
+// one message (Session.SendPart), which the model's container receives as
+// one fragmented WebSocket message.
+//
+// With no flags it needs no AWS account: it runs against an in-process
+// SageMaker-compatible server whose toy "recognizer" answers every piece
+// of audio at once with its level and pitch so far.
+//
+//	go run ./examples/audio
+//	go run ./examples/audio -seconds 5 -freq 220 -fragment
+//
+// Against a real streaming speech endpoint (or the local gateway of
+// examples/gateway), the same program prints whatever the model answers:
+//
+//	go run ./examples/audio -endpoint my-asr -region us-west-2 -query language=en
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// options are the command-line flags.
+type options struct {
+	endpoint, region, profile, endpointURL, variant, query string
+
+	seconds, freq, speed float64
+	sampleRate, chunkMS  int
+	fragment             bool
+	timeout              time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("audio", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.endpoint, "endpoint", "", "SageMaker endpoint `name`; empty runs the in-process demo server")
+	fs.StringVar(&o.region, "region", "", "AWS `region` (default from the AWS config)")
+	fs.StringVar(&o.profile, "profile", "", "shared config `profile`")
+	fs.StringVar(&o.endpointURL, "endpoint-url", "", "custom endpoint `URL`, e.g. the local gateway")
+	fs.StringVar(&o.variant, "target-variant", "", "production `variant` to invoke")
+	fs.StringVar(&o.query, "query", "", "model query `string` for the container, e.g. language=en")
+	fs.Float64Var(&o.seconds, "seconds", 2, "length of the audio in `seconds`")
+	fs.Float64Var(&o.freq, "freq", 440, "pitch of the tone in `Hz`")
+	fs.IntVar(&o.sampleRate, "sample-rate", 16000, "samples per second of the 16-bit mono PCM")
+	fs.IntVar(&o.chunkMS, "chunk-ms", 100, "audio per chunk in `milliseconds`")
+	fs.Float64Var(&o.speed, "speed", 1, "pace relative to real time (2: twice as fast; 0: no pacing)")
+	fs.BoolVar(&o.fragment, "fragment", false, "send the chunks as PARTIAL…COMPLETE parts of one message")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the whole session")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: audio [flags]\n\nExample: audio -endpoint my-asr -region us-west-2 -seconds 5\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.seconds <= 0 || o.seconds > 600:
+		return nil, errors.New("-seconds: want 0 to 600")
+	case o.sampleRate < 1000 || o.chunkMS <= 0 || o.speed < 0 || o.freq <= 0:
+		return nil, errors.New("-sample-rate, -chunk-ms, -speed and -freq must be positive (-sample-rate at least 1000)")
+	case o.sampleRate*2*o.chunkMS/1000 == 0:
+		return nil, errors.New("-chunk-ms: a chunk must hold at least one sample")
+	}
+	return o, nil
+}
+
+// run runs the program and returns its exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		fmt.Fprintln(stderr, "audio:", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := session(ctx, o, stdout); err != nil {
+		fmt.Fprintln(stderr, "audio:", err)
+		return 1
+	}
+	return 0
+}
+
+func session(ctx context.Context, o *options, stdout io.Writer) error {
+	client, endpoint, cleanup, err := newClient(ctx, o, stdout)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	pcm := sineWave(o.freq, o.sampleRate, o.seconds)
+	fmt.Fprintf(stdout, "%.1f s of a %g Hz tone: %d bytes of 16-bit PCM at %d Hz, in %d ms chunks\n\n",
+		o.seconds, o.freq, len(pcm), o.sampleRate, o.chunkMS)
+
+	sess, err := client.Open(ctx, &bidi.OpenInput{EndpointName: endpoint, TargetVariant: o.variant, ModelQueryString: o.query})
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	return stream(ctx, sess, pcm, o, &logger{out: stdout, start: time.Now()})
+}
+
+// newClient returns a client for the in-process server when no endpoint
+// is given, else one from the AWS configuration.
+func newClient(ctx context.Context, o *options, stdout io.Writer) (*bidi.Client, string, func(), error) {
+	if o.endpoint == "" {
+		srv := biditest.NewServer(recognizer(o.sampleRate))
+		fmt.Fprintf(stdout, "in-process server at %s with a toy streaming recognizer\n", srv.URL)
+		return srv.Client(), "demo-asr", srv.Close, nil
+	}
+	var load []func(*config.LoadOptions) error
+	if o.region != "" {
+		load = append(load, config.WithRegion(o.region))
+	}
+	if o.profile != "" {
+		load = append(load, config.WithSharedConfigProfile(o.profile))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, load...)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	client := bidi.NewFromConfig(cfg, func(opt *bidi.Options) {
+		if o.endpointURL != "" {
+			opt.BaseEndpoint = &o.endpointURL
+		}
+	})
+	return client, o.endpoint, func() {}, nil
+}

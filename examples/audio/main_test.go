@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func runAudio(t *testing.T, args ...string) (string, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	if code := run(ctx, args, &out, &errOut); code != 0 {
+		t.Fatalf("exit code %d, stderr: %s\nstdout:\n%s", code, errOut.String(), out.String())
+	}
+	return out.String(), time.Since(start)
+}
+
+// TestRealTimeChunks streams half a second of audio at real-time pace and
+// checks that partial results come back while audio is still being sent.
+func TestRealTimeChunks(t *testing.T) {
+	got, elapsed := runAudio(t, "-seconds", "0.5")
+	if elapsed < 450*time.Millisecond || elapsed > 20*time.Second {
+		t.Errorf("took %v; real-time pacing wants about 500 ms", elapsed)
+	}
+	sent := strings.Index(got, "-> chunk  5/5: 3200 bytes of audio as a BINARY message")
+	partial := strings.Index(got, `<- UTF8 COMPLETE part: {"type":"partial","audio_ms":100,`)
+	if sent < 0 || partial < 0 || partial > sent {
+		t.Errorf("want the first partial result printed before the last chunk is sent:\n%s", got)
+	}
+	for _, want := range []string{
+		`{"type":"final","audio_ms":500,"level_dbfs":-9,"pitch_hz":440,"parts":5}`,
+		"streamed 500ms of audio",
+		"live: the first result arrived",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, `"type":"partial"`); n != 5 {
+		t.Errorf("%d partial results, want one per chunk", n)
+	}
+}
+
+// TestFragmentedMessage sends the chunks as the parts of one message: the
+// recognizer still answers each part as it arrives.
+func TestFragmentedMessage(t *testing.T) {
+	got, _ := runAudio(t, "-seconds", "0.3", "-speed", "0", "-fragment", "-freq", "220", "-chunk-ms", "50")
+	for _, want := range []string{
+		"-> chunk  1/6: 1600 bytes of audio as a BINARY PARTIAL part",
+		"-> chunk  6/6: 1600 bytes of audio as a BINARY COMPLETE part",
+		`"pitch_hz":220,"parts":6}`,
+		"(unpaced)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if n := len(regexp.MustCompile(`"type":"partial"`).FindAllString(got, -1)); n != 6 {
+		t.Errorf("%d partial results, want 6", n)
+	}
+}
+
+func TestAnalyzerAcrossOddPieces(t *testing.T) {
+	pcm := sineWave(1000, 16000, 0.25)
+	a := &analyzer{rate: 16000}
+	for len(pcm) > 0 { // pieces of 7 bytes cut samples in two
+		n := min(7, len(pcm))
+		a.write(pcm[:n])
+		pcm = pcm[n:]
+	}
+	if a.millis() != 250 || a.pitchHz() != 1000 || a.levelDBFS() != -9 {
+		t.Errorf("%d ms, %d Hz, %g dBFS; want 250 ms, 1000 Hz, -9 dBFS", a.millis(), a.pitchHz(), a.levelDBFS())
+	}
+}
+
+func TestFlags(t *testing.T) {
+	ctx := context.Background()
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"-h"}, &out, &errOut); code != 0 {
+		t.Errorf("-h exit code %d", code)
+	}
+	for _, args := range [][]string{{"-seconds", "0"}, {"-speed", "-1"}, {"-bogus"}} {
+		if code := run(ctx, args, &out, &errOut); code != 2 {
+			t.Errorf("%q: exit code %d, want 2", args, code)
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
+)
+
+// maxJSONMessage bounds a message reassembled for -json output; past it
+// use -parts.
+const maxJSONMessage = bidi.DefaultMaxMessageSize
+
+// errUndecodable is matched by the error run returns when some of the
+// model's output could not be decoded or rebuilt (-o events, -o answer).
+var errUndecodable = errors.New("some of the model's output could not be decoded")
+
+// output prints what the model sends, in the mode the flags ask for. It
+// is used by the receiving goroutine only, then by run once that is done.
+type output struct {
+	o      *options
+	stdout io.Writer
+	st     *status
+	enc    *json.Encoder
+	buf    bytes.Buffer // the JSON line being encoded
+
+	// A message being reassembled for -json, or a binary one in the
+	// events and answer modes.
+	msg     []byte
+	msgLen  int
+	msgType bidi.DataType
+	inMsg   bool
+
+	dec    *schema.Decoder // events and answer modes
+	closed bool            // dec is closed
+	ans    answerer
+	failed bool // some output could not be decoded
+}
+
+func newOutput(o *options, stdout io.Writer, st *status) *output {
+	out := &output{o: o, stdout: stdout, st: st}
+	out.enc = json.NewEncoder(&out.buf)
+	out.enc.SetEscapeHTML(false)
+	out.dec = schema.NewDecoder(func(so *schema.Options) { so.Resync = true })
+	out.ans.out = out
+	return out
+}
+
+// write prints b on stdout.
+func (out *output) write(b []byte) error {
+	return local(out.st.write(out.stdout, b))
+}
+
+// emit prints v as one JSON line on stdout.
+func (out *output) emit(v any) error {
+	out.buf.Reset()
+	if err := out.enc.Encode(v); err != nil {
+		return local(err)
+	}
+	return out.write(out.buf.Bytes())
+}
+
+// response reports the response headers.
+func (out *output) response(r *bidi.Response) error {
+	if !out.o.json {
+		return nil
+	}
+	return out.emit(jsonResponse{Type: "response", Status: r.StatusCode, Variant: r.InvokedProductionVariant, RequestID: r.RequestID})
+}
+
+// part handles one received part.
+func (out *output) part(p bidi.Part) error {
+	switch {
+	case out.o.mode == modeRaw && !out.o.json:
+		if err := out.write(p.Data); err != nil {
+			return err
+		}
+		if p.Complete && out.o.newline {
+			return out.write([]byte("\n"))
+		}
+		return nil
+	case out.o.mode == modeRaw && out.o.parts:
+		return out.emit(newJSONPart(p))
+	case out.o.mode == modeRaw, p.Type == bidi.DataTypeBinary:
+		return out.collect(p)
+	}
+	out.dec.Write(p.Data)
+	return out.drain()
+}
+
+// collect reassembles a message for -json, or counts a binary one in the
+// events and answer modes, and prints it when complete.
+func (out *output) collect(p bidi.Part) error {
+	if !out.inMsg {
+		out.inMsg, out.msgType, out.msg, out.msgLen = true, p.Type, out.msg[:0], 0
+	}
+	out.msgLen += len(p.Data)
+	if out.o.json {
+		if out.msgLen > maxJSONMessage {
+			return local(fmt.Errorf("a message exceeds %d bytes: use -parts to print it part by part", maxJSONMessage))
+		}
+		out.msg = append(out.msg, p.Data...)
+	}
+	if !p.Complete {
+		return nil
+	}
+	out.inMsg = false
+	if out.o.json {
+		return out.emit(newJSONMessage(out.msgType, out.msg))
+	}
+	return out.write(fmt.Appendf(nil, "(%s message: %d bytes)\n", out.msgType, out.msgLen))
+}
+
+// drain handles the events the decoder has framed so far.
+func (out *output) drain() error {
+	for {
+		ev, err := out.dec.Next()
+		switch {
+		case errors.Is(err, schema.ErrNeedInput), err == io.EOF:
+			return nil
+		case err != nil:
+			if err := out.problem("decode", err); err != nil {
+				return err
+			}
+			if out.closed {
+				return nil
+			}
+			continue
+		}
+		if out.o.mode == modeEvents {
+			err = out.event(ev)
+		} else {
+			err = out.ans.add(ev, out.dec.Format())
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// event prints one decoded event.
+func (out *output) event(ev schema.Event) error {
+	if out.o.json {
+		j := jsonEvent{Type: "event", Done: ev.Done, SSEType: ev.Type, ID: ev.ID, Offset: ev.Offset}
+		if !ev.Done {
+			if json.Valid(ev.Data) {
+				j.Data = ev.Data
+			} else {
+				j.Raw = string(ev.Data)
+			}
+		}
+		return out.emit(j)
+	}
+	if ev.Done {
+		return out.write([]byte("[DONE]\n"))
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, ev.Data) != nil {
+		b.Reset()
+		b.Write(ev.Data)
+	}
+	b.WriteByte('\n')
+	return out.write(b.Bytes())
+}
+
+// problem reports output of the model that could not be decoded; it is
+// not fatal, but makes the exit code 1.
+func (out *output) problem(kind string, err error) error {
+	out.failed = true
+	if out.o.json {
+		return out.emit(jsonProblem{Type: kind + "_error", Error: err.Error()})
+	}
+	return local(out.st.write(out.st.stderr, fmt.Appendf(nil, "bidicat: %s: %v\n", kind, err)))
+}
+
+// end is called when the stream ended cleanly: it flushes the decoder and
+// the answer being rebuilt.
+func (out *output) end() error {
+	if out.o.mode == modeRaw {
+		return nil
+	}
+	out.dec.Close()
+	out.closed = true
+	if err := out.drain(); err != nil {
+		return err
+	}
+	if err := out.ans.finish(); err != nil {
+		return err
+	}
+	if out.failed {
+		return errUndecodable
+	}
+	return nil
+}
+
+// JSON lines of -json.
+type (
+	jsonResponse struct {
+		Type      string `json:"type"`
+		Status    int    `json:"status"`
+		Variant   string `json:"invoked_production_variant"`
+		RequestID string `json:"request_id,omitempty"`
+	}
+	jsonMessage struct {
+		Type     string  `json:"type"`
+		DataType string  `json:"data_type"`
+		Complete *bool   `json:"complete,omitempty"`
+		Bytes    []byte  `json:"bytes"`
+		Text     *string `json:"text,omitempty"`
+	}
+	jsonEvent struct {
+		Type    string          `json:"type"`
+		Data    json.RawMessage `json:"data,omitempty"`
+		Raw     string          `json:"raw,omitempty"`
+		Done    bool            `json:"done,omitempty"`
+		SSEType string          `json:"sse_type,omitempty"`
+		ID      string          `json:"id,omitempty"`
+		Offset  int64           `json:"offset"`
+	}
+	jsonProblem struct {
+		Type  string `json:"type"`
+		Error string `json:"error"`
+	}
+)
+
+// newJSONMessage describes a whole message: its bytes in base64 and, for
+// valid UTF8 text, the text too.
+func newJSONMessage(t bidi.DataType, data []byte) jsonMessage {
+	j := jsonMessage{Type: "message", DataType: t.String(), Bytes: data}
+	if j.Bytes == nil {
+		j.Bytes = []byte{}
+	}
+	if t == bidi.DataTypeUTF8 && utf8.Valid(data) {
+		s := string(data)
+		j.Text = &s
+	}
+	return j
+}
+
+// newJSONPart describes one part. A part's text is given only when it is
+// valid UTF-8 on its own: parts may cut characters.
+func newJSONPart(p bidi.Part) jsonMessage {
+	j := newJSONMessage(p.Type, p.Data)
+	j.Type = "part"
+	j.Complete = &p.Complete
+	return j
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+)
+
+// Exit codes; usage documents them.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitHTTP        = 3
+	exitStream      = 4
+	exitInterrupted = 130
+)
+
+// errTimeout is the cause of the context of a session that hit -timeout.
+var errTimeout = errors.New("timed out (-timeout)")
+
+// run is the program: it parses args, runs one session and returns the
+// exit code. Output goes to stdout; the status line, notes and errors to
+// stderr. ctx is cancelled on interrupt.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if isHelp(err) {
+			return exitOK
+		}
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "bidicat: usage: %v\nRun 'bidicat -h' for the flags.\n", err)
+		}
+		return exitUsage
+	}
+	sessCtx := ctx
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		sessCtx, cancel = context.WithTimeoutCause(ctx, o.timeout, errTimeout)
+		defer cancel()
+	}
+	// Someone typing the input on the terminal gets no live line, which
+	// would be drawn over what they type; the summary still comes.
+	typing := isTerminal(stdin) && o.binary == "" && len(o.files) == 0
+	st := newStatus(stderr, !o.quiet && isTerminal(stderr), !typing, isTerminal(stdout))
+	c := &cat{o: o, st: st, out: newOutput(o, stdout, st)}
+	err = c.session(sessCtx, stdin)
+	st.finish()
+	return c.report(err, ctx.Err() != nil)
+}
+
+// cat runs one session: a sender goroutine for the input, a receiver
+// goroutine for the output.
+type cat struct {
+	o       *options
+	st      *status
+	out     *output
+	started atomic.Bool // the service accepted the stream (HTTP 200)
+	opened  bool        // Open succeeded
+}
+
+func (c *cat) session(ctx context.Context, stdin io.Reader) error {
+	client, cleanup, err := newClient(ctx, c.o, c.st)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	sess, err := client.Open(ctx, &bidi.OpenInput{
+		EndpointName:        c.o.endpoint,
+		TargetVariant:       c.o.variant,
+		ModelInvocationPath: c.o.path,
+		ModelQueryString:    c.o.query,
+	})
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	c.opened = true
+	c.st.start(time.Now())
+
+	recvDone := make(chan error, 1)
+	go func() { recvDone <- c.receive(ctx, sess) }()
+	sendDone := make(chan error, 1)
+	go func() { sendDone <- (&sender{sess: sess, o: c.o, st: c.st}).run(ctx, stdin) }()
+
+	select {
+	case err := <-recvDone:
+		// The stream is over. A sender still waiting for stdin is left
+		// behind: its next Send fails once the session is closed.
+		return err
+	case err := <-sendDone:
+		var le *localError
+		if errors.As(err, &le) {
+			sess.Close()
+			<-recvDone // the receiver writes output: wait for it
+			return err
+		}
+		// After a session error the receiver reports the cause too; it
+		// is the better one to report.
+		rerr := <-recvDone
+		if rerr != nil || err == nil || errors.Is(err, bidi.ErrStreamEnded) {
+			return rerr
+		}
+		return err
+	}
+}
+
+// receive prints the response headers, then every part the model sends,
+// until the stream ends.
+func (c *cat) receive(ctx context.Context, sess *bidi.Session) error {
+	resp, err := sess.Response(ctx)
+	if err != nil {
+		return err
+	}
+	c.started.Store(true)
+	c.st.setConnected(resp.InvokedProductionVariant)
+	if err := c.out.response(resp); err != nil {
+		return err
+	}
+	for {
+		p, err := sess.RecvPart(ctx)
+		switch {
+		case err == io.EOF:
+			return c.out.end()
+		case errors.Is(err, bidi.ErrMessageTooLarge):
+			// The part was dropped; the stream goes on.
+			if err := c.out.problem("receive", err); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return err
+		}
+		c.st.received(len(p.Data))
+		if err := c.out.part(p); err != nil {
+			return err
+		}
+	}
+}
+
+// jsonSummary is the last line of -json output.
+type jsonSummary struct {
+	Type          string  `json:"type"`
+	ExitCode      int     `json:"exit_code"`
+	SentParts     int64   `json:"sent_parts"`
+	SentBytes     int64   `json:"sent_bytes"`
+	ReceivedParts int64   `json:"received_parts"`
+	ReceivedBytes int64   `json:"received_bytes"`
+	FirstByteMS   float64 `json:"first_byte_ms,omitempty"`
+	DurationMS    float64 `json:"duration_ms"`
+}
+
+// report prints err, if any, and the -json summary, and returns the exit
+// code.
+func (c *cat) report(err error, interrupted bool) int {
+	code := exitOK
+	if err != nil {
+		code = c.reportError(err, interrupted)
+	}
+	if c.o.json && c.opened {
+		sp, sb, rp, rb, ttfb, total := c.st.snapshot()
+		c.out.emit(jsonSummary{Type: "summary", ExitCode: code, SentParts: sp, SentBytes: sb,
+			ReceivedParts: rp, ReceivedBytes: rb, FirstByteMS: ms(ttfb), DurationMS: ms(total)})
+	}
+	return code
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

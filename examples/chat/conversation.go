@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
+)
+
+// conversation is a multi-turn chat over one session.
+type conversation struct {
+	out       io.Writer
+	maxTokens int
+
+	sess    *bidi.Session
+	events  *schema.Reader // the model's bytes, framed into events
+	history []schema.ChatMessage
+	acc     schema.ChatAccumulator
+}
+
+func (c *conversation) run(ctx context.Context, client *bidi.Client, in *bidi.OpenInput, prompts []string) error {
+	sess, err := client.Open(ctx, in)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	c.sess = sess
+	// One reader for the whole session: the bytes of every answer, in
+	// order, regardless of how the model cut them into messages and parts.
+	c.events = schema.NewReader(sess.Reader(ctx))
+
+	resp, err := sess.Response(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "session open: invoked variant %q\n", resp.InvokedProductionVariant)
+
+	for _, p := range prompts {
+		if err := c.turn(ctx, p); err != nil {
+			return err
+		}
+	}
+
+	// No more questions: end our side; the stream then ends cleanly.
+	if err := sess.CloseSend(); err != nil {
+		return err
+	}
+	if _, err := c.events.Next(); err != io.EOF {
+		return fmt.Errorf("after the last answer: want the end of the stream, got %v", err)
+	}
+	fmt.Fprintf(c.out, "\nsession closed cleanly after %d turns\n", len(prompts))
+	return nil
+}
+
+// turn asks one question and prints the answer as it streams.
+func (c *conversation) turn(ctx context.Context, prompt string) error {
+	c.history = append(c.history, schema.ChatMessage{Role: "user", Content: schema.TextContent(prompt)})
+	req, err := json.Marshal(schema.ChatCompletionRequest{
+		Messages:      c.history,
+		MaxTokens:     c.maxTokens,
+		Stream:        true,
+		StreamOptions: &schema.StreamOptions{IncludeUsage: true},
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "\nyou> %s\n", prompt)
+	if err := c.sess.Send(ctx, bidi.Message{Data: req, Type: bidi.DataTypeUTF8}); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "      [sent a %d-byte request carrying %d messages of history]\n", len(req), len(c.history))
+
+	c.acc.Reset()
+	p := &printer{out: c.out}
+	// An SSE answer ends with "data: [DONE]"; a JSON Lines one with its
+	// last chunk.
+	for !c.acc.Done() && !(c.events.Format() == schema.FormatJSONLines && c.acc.Complete()) {
+		ev, err := c.events.Next()
+		if err == io.EOF {
+			return errors.New("the stream ended in the middle of an answer")
+		}
+		if err != nil {
+			return err
+		}
+		if err := c.acc.AddEvent(ev); err != nil {
+			return err
+		}
+		var chunk schema.ChatCompletionChunk
+		if !ev.Done && ev.Decode(&chunk) == nil {
+			for _, ch := range chunk.Choices {
+				if ch.Index == 0 {
+					p.print("model (thinking)", ch.Delta.ReasoningContent)
+					p.print("model", ch.Delta.Content)
+				}
+			}
+		}
+	}
+	p.end()
+
+	res, err := c.acc.Result()
+	if err != nil {
+		return err
+	}
+	if len(res.Choices) == 0 {
+		return errors.New("the model answered with no choices")
+	}
+	ch := res.Choices[0]
+	fmt.Fprintf(c.out, "      [rebuilt by schema: %d bytes of content, %d of reasoning, finish_reason %q",
+		len(ch.Message.Content), len(ch.Message.ReasoningContent), ch.FinishReason)
+	if res.Usage != nil {
+		fmt.Fprintf(c.out, ", %d completion tokens", res.Usage.CompletionTokens)
+	}
+	fmt.Fprintln(c.out, "]")
+	// The rebuilt answer joins the history: the next turn has context.
+	c.history = append(c.history, ch.Message.Param())
+	return nil
+}
+
+// printer prints deltas as they arrive, one labelled line per kind.
+type printer struct {
+	out   io.Writer
+	label string
+}
+
+func (p *printer) print(label, text string) {
+	if text == "" {
+		return
+	}
+	if p.label != label {
+		if p.label != "" {
+			fmt.Fprintln(p.out)
+		}
+		fmt.Fprintf(p.out, "%s> ", label)
+		p.label = label
+	}
+	io.WriteString(p.out, text)
+}
+
+func (p *printer) end() {
+	if p.label != "" {
+		fmt.Fprintln(p.out)
+	}
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConcurrentSessionsShareOneConnection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"-sessions", "20", "-messages", "5", "-size", "100"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit code %d, stderr: %s\nstdout:\n%s", code, errOut.String(), out.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"20 sessions x 5 messages of 100 bytes, all from one bidi.Client",
+		"100 round trips in ",
+		"connections: 1 dialed, 1 carried the 20 sessions, the server saw 1 client address(es)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	pct := regexp.MustCompile(`p50 \S+  p90 \S+  p99 \S+  max \S+`)
+	if n := len(pct.FindAllString(got, -1)); n != 2 {
+		t.Errorf("want percentiles for opening and round trips:\n%s", got)
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	var d []time.Duration
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	if got, want := percentiles(d), "p50 50ms  p90 90ms  p99 99ms  max 100ms"; got != want {
+		t.Errorf("percentiles = %q, want %q", got, want)
+	}
+	if got := percentiles(nil); got != "no samples" {
+		t.Errorf("percentiles(nil) = %q", got)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	ctx := context.Background()
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"-h"}, &out, &errOut); code != 0 {
+		t.Errorf("-h exit code %d", code)
+	}
+	for _, args := range [][]string{{"-sessions", "0"}, {"-size", "1"}, {"-bogus"}} {
+		if code := run(ctx, args, &out, &errOut); code != 2 {
+			t.Errorf("%q: exit code %d, want 2", args, code)
+		}
+	}
+}

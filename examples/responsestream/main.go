@@ -1,0 +1,147 @@
+// Command responsestream calls the older one-way streaming API,
+// InvokeEndpointWithResponseStream, through the official AWS SDK client
+// (github.com/aws/aws-sdk-go-v2/service/sagemakerruntime), and decodes
+// the model's output with package schema: the same decoders as on a
+// bidirectional session, fed with the bytes of each PayloadPart event.
+//
+// The request is an OpenAI chat request (-api chat, for LMI or vLLM
+// containers with the OpenAI-compatible schema) or an LMI request (-api
+// lmi); the answer, SSE or JSON Lines cut anywhere by the container, is
+// printed as it streams and rebuilt by an accumulator.
+//
+// With no flags it needs no AWS account: it starts a small local HTTP
+// server on loopback that answers the operation as SageMaker does (an
+// application/vnd.amazon.eventstream body of PayloadPart events), and
+// points the official client at it with BaseEndpoint and static
+// credentials.
+//
+//	go run ./examples/responsestream
+//	go run ./examples/responsestream -api lmi "Tell me about Go"
+//
+// Against a real endpoint:
+//
+//	go run ./examples/responsestream -endpoint my-llm -region us-west-2 "What is SageMaker?"
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// options are the command-line flags.
+type options struct {
+	endpoint, region, profile, endpointURL, variant string
+
+	api       string
+	maxTokens int
+	timeout   time.Duration
+	prompt    string
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("responsestream", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.endpoint, "endpoint", "", "SageMaker endpoint `name`; empty runs a local server")
+	fs.StringVar(&o.region, "region", "", "AWS `region` (default from the AWS config)")
+	fs.StringVar(&o.profile, "profile", "", "shared config `profile`")
+	fs.StringVar(&o.endpointURL, "endpoint-url", "", "custom endpoint `URL`")
+	fs.StringVar(&o.variant, "target-variant", "", "production `variant` to invoke")
+	fs.StringVar(&o.api, "api", "chat", "request schema: chat (OpenAI chat completions) or lmi (LMI inputs/parameters)")
+	fs.IntVar(&o.maxTokens, "max-tokens", 256, "upper bound of generated `tokens`")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the call")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: responsestream [flags] [prompt]\n\nExample: responsestream -endpoint my-llm -region us-west-2 \"What is SageMaker?\"\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if o.api != "chat" && o.api != "lmi" {
+		return nil, fmt.Errorf("-api %q: want chat or lmi", o.api)
+	}
+	o.prompt = strings.Join(fs.Args(), " ")
+	if o.prompt == "" {
+		o.prompt = "What changed with bidirectional streaming?"
+	}
+	return o, nil
+}
+
+// run runs the program and returns its exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		fmt.Fprintln(stderr, "responsestream:", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	client, endpoint, cleanup, err := newClient(ctx, o, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "responsestream:", err)
+		return 1
+	}
+	defer cleanup()
+	if err := invoke(ctx, client, endpoint, o, stdout); err != nil {
+		fmt.Fprintln(stderr, "responsestream:", describe(err))
+		return 1
+	}
+	return 0
+}
+
+// newClient returns the official client: pointed at a local server with
+// static credentials when no endpoint is given, else configured from the
+// AWS configuration.
+func newClient(ctx context.Context, o *options, stdout io.Writer) (*sagemakerruntime.Client, string, func(), error) {
+	if o.endpoint == "" {
+		srv := newLocalServer()
+		fmt.Fprintf(stdout, "local InvokeEndpointWithResponseStream server at %s\n", srv.URL)
+		cfg := aws.Config{
+			Region:      "us-west-2",
+			Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", ""),
+		}
+		client := sagemakerruntime.NewFromConfig(cfg, func(opt *sagemakerruntime.Options) {
+			opt.BaseEndpoint = aws.String(srv.URL)
+		})
+		return client, "local-endpoint", srv.Close, nil
+	}
+	var load []func(*config.LoadOptions) error
+	if o.region != "" {
+		load = append(load, config.WithRegion(o.region))
+	}
+	if o.profile != "" {
+		load = append(load, config.WithSharedConfigProfile(o.profile))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, load...)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	client := sagemakerruntime.NewFromConfig(cfg, func(opt *sagemakerruntime.Options) {
+		if o.endpointURL != "" {
+			opt.BaseEndpoint = aws.String(o.endpointURL)
+		}
+	})
+	return client, o.endpoint, func() {}, nil
+}
