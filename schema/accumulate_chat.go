@@ -2,8 +2,6 @@ package schema
 
 import (
 	"cmp"
-	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -18,14 +16,13 @@ import (
 // [DONE] included, then call Result; call Reset before the next response
 // of the session. A ChatAccumulator is not safe for concurrent use.
 type ChatAccumulator struct {
-	head    ChatCompletion
-	choices []*chatChoice
-	done    bool
-	chunk   ChatCompletionChunk // decoding buffer, reused
+	progress progress[*chatChoice]
+	head     head
+	chunk    ChatCompletionChunk // decoding buffer, reused
 }
 
 type chatChoice struct {
-	index     int
+	ending
 	role      string
 	content   strings.Builder
 	reasoning strings.Builder
@@ -33,11 +30,7 @@ type chatChoice struct {
 	function  *toolCall
 	toolCalls []*toolCall
 	logprobs  *Logprobs
-	finish    string
-	stop      StringOrNumber
 }
-
-func (c *chatChoice) key() int { return c.index }
 
 type toolCall struct {
 	index int
@@ -67,41 +60,27 @@ func (t *toolCall) function() FunctionCall {
 // as [Event.Decode] does.
 func (a *ChatAccumulator) AddEvent(ev Event) error {
 	if ev.Done {
-		a.done = true
+		a.progress.done = true
 		return nil
 	}
-	// Decode into the reused chunk; encoding/json does not zero reused
-	// slice elements, so clear them first.
 	c := &a.chunk
-	choices := c.Choices[:cap(c.Choices)]
-	clear(choices)
-	*c = ChatCompletionChunk{Choices: choices[:0]}
-	if err := ev.Decode(c); err != nil {
+	if err := decodeChunk(ev, c, &c.Choices, chatChunkFields); err != nil {
 		return err
-	}
-	if c.Object == "error" || c.ID == "" && len(c.Choices) == 0 && c.Usage == nil {
-		if err := payloadError(ev); err != nil {
-			return err
-		}
 	}
 	return a.AddChunk(c)
 }
 
+// chatChunkFields returns the fields that tell a chunk from an error payload.
+func chatChunkFields(c *ChatCompletionChunk) (object, id string, usage *Usage) {
+	return c.Object, c.ID, c.Usage
+}
+
 // AddChunk merges one decoded chunk. It keeps no reference to c.
 func (a *ChatAccumulator) AddChunk(c *ChatCompletionChunk) error {
-	h := &a.head
-	h.ID = cmp.Or(h.ID, c.ID)
-	h.Created = cmp.Or(h.Created, c.Created)
-	h.Model = cmp.Or(h.Model, c.Model)
-	h.ServiceTier = cmp.Or(c.ServiceTier, h.ServiceTier)
-	h.SystemFingerprint = cmp.Or(c.SystemFingerprint, h.SystemFingerprint)
-	if c.Usage != nil {
-		u := *c.Usage
-		h.Usage = &u
-	}
+	a.head.merge(head{c.ID, c.Created, c.Model, c.ServiceTier, c.SystemFingerprint, c.Usage})
 	for i := range c.Choices {
 		cc := &c.Choices[i]
-		ch, err := entry(&a.choices, cc.Index, func(i int) *chatChoice { return &chatChoice{index: i} })
+		ch, err := entry(&a.progress.choices, cc.Index, func(i int) *chatChoice { return &chatChoice{ending: ending{index: i}} })
 		if err != nil {
 			return err
 		}
@@ -131,43 +110,27 @@ func (a *ChatAccumulator) AddChunk(c *ChatCompletionChunk) error {
 			ch.logprobs.Content = append(ch.logprobs.Content, cc.Logprobs.Content...)
 			ch.logprobs.Refusal = append(ch.logprobs.Refusal, cc.Logprobs.Refusal...)
 		}
-		ch.finish = cmp.Or(cc.FinishReason, ch.finish)
-		ch.stop = cmp.Or(cc.StopReason, ch.stop)
+		ch.merge(cc.FinishReason, cc.StopReason)
 	}
 	return nil
 }
 
 // Done reports whether the [DONE] marker was added.
-func (a *ChatAccumulator) Done() bool { return a.done }
+func (a *ChatAccumulator) Done() bool { return a.progress.done }
 
 // Complete reports whether the response ended properly: [DONE] was
 // added, or every choice received its finish reason.
-func (a *ChatAccumulator) Complete() bool {
-	return a.done || len(a.choices) > 0 && a.unfinished() < 0
-}
-
-// unfinished returns the index of a choice without a finish reason, or -1.
-func (a *ChatAccumulator) unfinished() int {
-	for _, c := range a.choices {
-		if c.finish == "" {
-			return c.index
-		}
-	}
-	return -1
-}
+func (a *ChatAccumulator) Complete() bool { return a.progress.complete() }
 
 // Result returns the completion rebuilt so far, choices in index order.
 // If the response is not [ChatAccumulator.Complete], it also returns an
 // error matching [ErrIncomplete]: the stream was cut off. Chunks added
 // later do not change a returned completion.
 func (a *ChatAccumulator) Result() (*ChatCompletion, error) {
-	out := a.head
-	out.Object = "chat.completion"
-	if out.Usage != nil {
-		u := *out.Usage
-		out.Usage = &u
-	}
-	sorted := slices.SortedFunc(slices.Values(a.choices), func(x, y *chatChoice) int { return x.index - y.index })
+	h := &a.head
+	out := ChatCompletion{ID: h.id, Object: "chat.completion", Created: h.created, Model: h.model,
+		ServiceTier: h.tier, SystemFingerprint: h.fingerprint, Usage: cloneUsage(h.usage)}
+	sorted := a.progress.sorted()
 	out.Choices = make([]ChatChoice, len(sorted))
 	for i, c := range sorted {
 		ch := &out.Choices[i]
@@ -188,20 +151,14 @@ func (a *ChatAccumulator) Result() (*ChatCompletion, error) {
 			m.FunctionCall = &fn
 		}
 		if len(c.toolCalls) > 0 {
-			calls := slices.SortedFunc(slices.Values(c.toolCalls), func(x, y *toolCall) int { return x.index - y.index })
+			calls := sortedByIndex(c.toolCalls)
 			m.ToolCalls = make([]ToolCall, len(calls))
 			for j, t := range calls {
 				m.ToolCalls[j] = ToolCall{ID: t.id, Type: t.typ, Function: t.function()}
 			}
 		}
 	}
-	if !a.Complete() {
-		if len(a.choices) == 0 {
-			return &out, incomplete("no choices and no [DONE]")
-		}
-		return &out, incomplete("no [DONE] and choice " + strconv.Itoa(a.unfinished()) + " has no finish reason")
-	}
-	return &out, nil
+	return &out, a.progress.err()
 }
 
 // Reset forgets the response, ready for the next one.

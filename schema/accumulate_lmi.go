@@ -32,16 +32,15 @@ func (a *LMIAccumulator) AddEvent(ev Event) error {
 		return nil
 	}
 	a.line = LMIStreamLine{}
-	if err := ev.Decode(&a.line); err != nil {
+	if err := decodeEvent(ev, &a.line, bareLine); err != nil {
 		return err
-	}
-	if a.line.Token == (Token{}) && !a.line.Final() {
-		if err := payloadError(ev); err != nil {
-			return err
-		}
 	}
 	return a.AddLine(&a.line)
 }
+
+// bareLine reports whether l may be an error payload: a line with neither
+// a token nor what a last line carries.
+func bareLine(l *LMIStreamLine) bool { return l.Token == (Token{}) && !l.Final() }
 
 // AddLine merges one decoded line. It keeps no reference to l.
 func (a *LMIAccumulator) AddLine(l *LMIStreamLine) error {
