@@ -122,7 +122,7 @@ func newClient(ctx context.Context, o *options, stdout io.Writer) (*sagemakerrun
 			Region:      "us-west-2",
 			Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", ""),
 		}
-		client := sagemakerruntime.NewFromConfig(cfg, func(opt *sagemakerruntime.Options) {
+		client := sagemakerruntime.NewFromConfig(cfg, withReadOnlyRequestBodies, func(opt *sagemakerruntime.Options) {
 			opt.BaseEndpoint = aws.String(srv.URL)
 		})
 		return client, "local-endpoint", srv.Close, nil
@@ -138,7 +138,7 @@ func newClient(ctx context.Context, o *options, stdout io.Writer) (*sagemakerrun
 	if err != nil {
 		return nil, "", nil, err
 	}
-	client := sagemakerruntime.NewFromConfig(cfg, func(opt *sagemakerruntime.Options) {
+	client := sagemakerruntime.NewFromConfig(cfg, withReadOnlyRequestBodies, func(opt *sagemakerruntime.Options) {
 		if o.endpointURL != "" {
 			opt.BaseEndpoint = aws.String(o.endpointURL)
 		}

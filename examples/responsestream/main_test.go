@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -61,6 +62,7 @@ func TestLMIOverResponseStream(t *testing.T) {
 // client's typed error.
 func TestModelStreamError(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // the whole request first, as the service reads it
 		w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 		w.WriteHeader(http.StatusOK)
 		enc := eventstream.NewEncoder(w)
@@ -78,7 +80,7 @@ func TestModelStreamError(t *testing.T) {
 	client := sagemakerruntime.NewFromConfig(aws.Config{
 		Region:      "us-west-2",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", ""),
-	}, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+	}, withReadOnlyRequestBodies, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(srv.URL) })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
