@@ -32,10 +32,7 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
-
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 func main() {
@@ -47,7 +44,7 @@ func main() {
 
 // options are the command-line flags.
 type options struct {
-	endpoint, region, profile, endpointURL, variant, query string
+	conn cli.Flags
 
 	seconds, freq, speed float64
 	sampleRate, chunkMS  int
@@ -57,14 +54,9 @@ type options struct {
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("audio", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.endpoint, "endpoint", "", "SageMaker endpoint `name`; empty runs the in-process demo server")
-	fs.StringVar(&o.region, "region", "", "AWS `region` (default from the AWS config)")
-	fs.StringVar(&o.profile, "profile", "", "shared config `profile`")
-	fs.StringVar(&o.endpointURL, "endpoint-url", "", "custom endpoint `URL`, e.g. the local gateway")
-	fs.StringVar(&o.variant, "target-variant", "", "production `variant` to invoke")
-	fs.StringVar(&o.query, "query", "", "model query `string` for the container, e.g. language=en")
+	fs := cli.NewFlagSet("audio", "usage: audio [flags]\n\nExample: audio -endpoint my-asr -region us-west-2 -seconds 5\n\n", stderr)
+	o.conn.Register(fs, "; empty runs the in-process demo server")
+	o.conn.RegisterQuery(fs)
 	fs.Float64Var(&o.seconds, "seconds", 2, "length of the audio in `seconds`")
 	fs.Float64Var(&o.freq, "freq", 440, "pitch of the tone in `Hz`")
 	fs.IntVar(&o.sampleRate, "sample-rate", 16000, "samples per second of the 16-bit mono PCM")
@@ -72,10 +64,6 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.speed, "speed", 1, "pace relative to real time (2: twice as fast; 0: no pacing)")
 	fs.BoolVar(&o.fragment, "fragment", false, "send the chunks as PARTIAL…COMPLETE parts of one message")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the whole session")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: audio [flags]\n\nExample: audio -endpoint my-asr -region us-west-2 -seconds 5\n\n")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -109,46 +97,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func session(ctx context.Context, o *options, stdout io.Writer) error {
-	client, endpoint, cleanup, err := newClient(ctx, o, stdout)
+	srv := o.conn.LocalServer(recognizer(o.sampleRate))
+	if srv != nil {
+		defer srv.Close()
+		fmt.Fprintf(stdout, "in-process server at %s with a toy streaming recognizer\n", srv.URL)
+	}
+	client, err := o.conn.Client(ctx, srv)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
 	pcm := sineWave(o.freq, o.sampleRate, o.seconds)
 	fmt.Fprintf(stdout, "%.1f s of a %g Hz tone: %d bytes of 16-bit PCM at %d Hz, in %d ms chunks\n\n",
 		o.seconds, o.freq, len(pcm), o.sampleRate, o.chunkMS)
 
-	sess, err := client.Open(ctx, &bidi.OpenInput{EndpointName: endpoint, TargetVariant: o.variant, ModelQueryString: o.query})
+	sess, err := client.Open(ctx, o.conn.OpenInput("demo-asr"))
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
 	return stream(ctx, sess, pcm, o, &logger{out: stdout, start: time.Now()})
-}
-
-// newClient returns a client for the in-process server when no endpoint
-// is given, else one from the AWS configuration.
-func newClient(ctx context.Context, o *options, stdout io.Writer) (*bidi.Client, string, func(), error) {
-	if o.endpoint == "" {
-		srv := biditest.NewServer(recognizer(o.sampleRate))
-		fmt.Fprintf(stdout, "in-process server at %s with a toy streaming recognizer\n", srv.URL)
-		return srv.Client(), "demo-asr", srv.Close, nil
-	}
-	var load []func(*config.LoadOptions) error
-	if o.region != "" {
-		load = append(load, config.WithRegion(o.region))
-	}
-	if o.profile != "" {
-		load = append(load, config.WithSharedConfigProfile(o.profile))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, load...)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	client := bidi.NewFromConfig(cfg, func(opt *bidi.Options) {
-		if o.endpointURL != "" {
-			opt.BaseEndpoint = &o.endpointURL
-		}
-	})
-	return client, o.endpoint, func() {}, nil
 }

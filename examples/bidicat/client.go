@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -32,12 +31,6 @@ func newClient(ctx context.Context, o *options, st *status) (*bidi.Client, func(
 			opt.ClientLogMode |= aws.LogRetries
 		}
 	}
-	if o.local {
-		srv := biditest.NewServer(biditest.DemoModel(nil))
-		st.note("local demo server at %s (biditest.DemoModel)", srv.URL)
-		return srv.Client(common), srv.Close, nil
-	}
-
 	optFns := []func(*bidi.Options){common}
 	if o.caCert != "" {
 		pool, err := certPool(o.caCert)
@@ -49,23 +42,19 @@ func newClient(ctx context.Context, o *options, st *status) (*bidi.Client, func(
 		})
 		optFns = append(optFns, func(opt *bidi.Options) { opt.HTTPClient = hc })
 	}
-	if o.endpointURL != "" {
-		u := o.endpointURL
-		optFns = append(optFns, func(opt *bidi.Options) { opt.BaseEndpoint = &u })
+	var srv *biditest.Server
+	if o.local {
+		srv = biditest.NewServer(biditest.DemoModel(nil))
+		st.note("local demo server at %s (biditest.DemoModel)", srv.URL)
 	}
-
-	var load []func(*config.LoadOptions) error
-	if o.region != "" {
-		load = append(load, config.WithRegion(o.region))
-	}
-	if o.profile != "" {
-		load = append(load, config.WithSharedConfigProfile(o.profile))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, load...)
+	client, err := o.conn.Client(ctx, srv, optFns...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
-	return bidi.NewFromConfig(cfg, optFns...), func() {}, nil
+	if srv != nil {
+		return client, srv.Close, nil
+	}
+	return client, func() {}, nil
 }
 
 // certPool returns the system roots plus the PEM certificates in file.

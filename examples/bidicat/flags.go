@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 // Output modes of -o.
@@ -27,9 +28,9 @@ const (
 // options is the parsed command line.
 type options struct {
 	// Where to connect.
-	endpoint, region, profile, endpointURL, caCert string
-	variant, path, query                           string
-	local                                          bool
+	conn   cli.Flags
+	caCert string
+	local  bool
 
 	// What to send.
 	files    []string
@@ -62,14 +63,10 @@ func newFlagSet(o *options, dataType *string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("bidicat", flag.ContinueOnError)
 	fs.SetOutput(out)
 
-	fs.StringVar(&o.endpoint, "endpoint", "", "SageMaker endpoint `name` (required unless -local), e.g. -endpoint my-endpoint")
-	fs.StringVar(&o.region, "region", "", "AWS `region` (default from the AWS config), e.g. -region us-west-2")
-	fs.StringVar(&o.profile, "profile", "", "shared config `profile` for credentials and region, e.g. -profile dev")
-	fs.StringVar(&o.endpointURL, "endpoint-url", "", "custom endpoint `URL`, e.g. -endpoint-url https://localhost:8443 for the local gateway")
+	o.conn.Register(fs, " (required unless -local)")
+	o.conn.RegisterPath(fs)
+	o.conn.RegisterQuery(fs)
 	fs.StringVar(&o.caCert, "ca-cert", "", "also trust the PEM certificates in `file`, e.g. -ca-cert /tmp/gateway.pem")
-	fs.StringVar(&o.variant, "target-variant", "", "production `variant` to invoke, e.g. -target-variant Blue")
-	fs.StringVar(&o.path, "path", "", "model invocation `path` on the container, e.g. -path v1/chat")
-	fs.StringVar(&o.query, "query", "", "model query `string` for the container, e.g. -query 'mode=echo&lang=en'")
 	fs.BoolVar(&o.local, "local", false, "use an in-process demo server instead of AWS (no account needed), e.g. -local")
 
 	fs.Var((*fileList)(&o.files), "file", "send the whole `file` as one message; repeatable; - is stdin, e.g. -file a.json -file b.json")
@@ -175,9 +172,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 // check reports flags that contradict each other.
 func (o *options) check(set map[string]bool) error {
 	switch {
-	case o.endpoint == "" && !o.local:
+	case o.conn.Endpoint == "" && !o.local:
 		return usagef("no endpoint: use -endpoint NAME, or -local for the in-process demo server")
-	case o.local && (o.endpointURL != "" || o.caCert != "" || o.profile != "" || o.region != ""):
+	case o.local && (o.conn.EndpointURL != "" || o.caCert != "" || o.conn.Profile != "" || o.conn.Region != ""):
 		return usagef("-local runs its own server: it takes no -endpoint-url, -ca-cert, -profile or -region")
 	case o.binary != "" && len(o.files) > 0:
 		return usagef("-binary and -file cannot be combined")
@@ -197,9 +194,6 @@ func (o *options) check(set map[string]bool) error {
 		return usagef("-nl applies to -o raw only")
 	case o.timeout < 0 || o.linger < 0:
 		return usagef("-timeout and -linger want positive durations")
-	}
-	if o.local && o.endpoint == "" {
-		o.endpoint = localEndpoint
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 // Exit codes; usage documents them.
@@ -47,8 +48,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	// Someone typing the input on the terminal gets no live line, which
 	// would be drawn over what they type; the summary still comes.
-	typing := isTerminal(stdin) && o.binary == "" && len(o.files) == 0
-	st := newStatus(stderr, !o.quiet && isTerminal(stderr), !typing, isTerminal(stdout))
+	typing := cli.IsTerminal(stdin) && o.binary == "" && len(o.files) == 0
+	st := newStatus(stderr, !o.quiet && cli.IsTerminal(stderr), !typing, cli.IsTerminal(stdout))
 	c := &cat{o: o, st: st, out: newOutput(o, stdout, st)}
 	err = c.session(sessCtx, stdin)
 	st.finish()
@@ -74,12 +75,7 @@ func (c *cat) session(ctx context.Context, stdin io.Reader) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	sess, err := client.Open(ctx, &bidi.OpenInput{
-		EndpointName:        c.o.endpoint,
-		TargetVariant:       c.o.variant,
-		ModelInvocationPath: c.o.path,
-		ModelQueryString:    c.o.query,
-	})
+	sess, err := client.Open(ctx, c.o.conn.OpenInput(localEndpoint))
 	if err != nil {
 		return err
 	}

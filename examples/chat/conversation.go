@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
 )
 
@@ -75,7 +76,7 @@ func (c *conversation) turn(ctx context.Context, prompt string) error {
 	fmt.Fprintf(c.out, "      [sent a %d-byte request carrying %d messages of history]\n", len(req), len(c.history))
 
 	c.acc.Reset()
-	p := &printer{out: c.out}
+	p := &cli.Printer{Out: c.out}
 	// An SSE answer ends with "data: [DONE]"; a JSON Lines one with its
 	// last chunk.
 	for !c.acc.Done() && !(c.events.Format() == schema.FormatJSONLines && c.acc.Complete()) {
@@ -93,13 +94,13 @@ func (c *conversation) turn(ctx context.Context, prompt string) error {
 		if !ev.Done && ev.Decode(&chunk) == nil {
 			for _, ch := range chunk.Choices {
 				if ch.Index == 0 {
-					p.print("model (thinking)", ch.Delta.ReasoningContent)
-					p.print("model", ch.Delta.Content)
+					p.Print("model (thinking)", ch.Delta.ReasoningContent)
+					p.Print("model", ch.Delta.Content)
 				}
 			}
 		}
 	}
-	p.end()
+	p.End()
 
 	res, err := c.acc.Result()
 	if err != nil {
@@ -118,30 +119,4 @@ func (c *conversation) turn(ctx context.Context, prompt string) error {
 	// The rebuilt answer joins the history: the next turn has context.
 	c.history = append(c.history, ch.Message.Param())
 	return nil
-}
-
-// printer prints deltas as they arrive, one labelled line per kind.
-type printer struct {
-	out   io.Writer
-	label string
-}
-
-func (p *printer) print(label, text string) {
-	if text == "" {
-		return
-	}
-	if p.label != label {
-		if p.label != "" {
-			fmt.Fprintln(p.out)
-		}
-		fmt.Fprintf(p.out, "%s> ", label)
-		p.label = label
-	}
-	io.WriteString(p.out, text)
-}
-
-func (p *printer) end() {
-	if p.label != "" {
-		fmt.Fprintln(p.out)
-	}
 }

@@ -31,10 +31,8 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
-
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 func main() {
@@ -52,27 +50,18 @@ var defaultPrompts = []string{
 
 // options are the command-line flags.
 type options struct {
-	endpoint, region, profile, endpointURL, variant string
-	maxTokens                                       int
-	timeout                                         time.Duration
-	prompts                                         []string
+	conn      cli.Flags
+	maxTokens int
+	timeout   time.Duration
+	prompts   []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.endpoint, "endpoint", "", "SageMaker endpoint `name`; empty runs the in-process demo server")
-	fs.StringVar(&o.region, "region", "", "AWS `region` (default from the AWS config)")
-	fs.StringVar(&o.profile, "profile", "", "shared config `profile`")
-	fs.StringVar(&o.endpointURL, "endpoint-url", "", "custom endpoint `URL`, e.g. the local gateway")
-	fs.StringVar(&o.variant, "target-variant", "", "production `variant` to invoke")
+	fs := cli.NewFlagSet("chat", "usage: chat [flags] [prompt ...]\n\nExample: chat -endpoint my-llm -region us-west-2 \"What is SageMaker?\"\n\n", stderr)
+	o.conn.Register(fs, "; empty runs the in-process demo server")
 	fs.IntVar(&o.maxTokens, "max-tokens", 256, "upper bound of generated `tokens` per answer")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the whole conversation")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: chat [flags] [prompt ...]\n\nExample: chat -endpoint my-llm -region us-west-2 \"What is SageMaker?\"\n\n")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -94,44 +83,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
-	client, endpoint, cleanup, err := newClient(ctx, o, stdout)
+	srv := o.conn.LocalServer(biditest.DemoModel(nil))
+	if srv != nil {
+		defer srv.Close()
+		fmt.Fprintf(stdout, "in-process demo server at %s\n", srv.URL)
+	}
+	client, err := o.conn.Client(ctx, srv)
 	if err != nil {
 		fmt.Fprintln(stderr, "chat:", err)
 		return 1
 	}
-	defer cleanup()
 	c := &conversation{out: stdout, maxTokens: o.maxTokens}
-	in := &bidi.OpenInput{EndpointName: endpoint, TargetVariant: o.variant}
-	if err := c.run(ctx, client, in, o.prompts); err != nil {
+	if err := c.run(ctx, client, o.conn.OpenInput("demo-endpoint"), o.prompts); err != nil {
 		fmt.Fprintln(stderr, "chat:", err)
 		return 1
 	}
 	return 0
-}
-
-// newClient returns a client for the in-process demo server when no
-// endpoint is given, else one from the AWS configuration.
-func newClient(ctx context.Context, o *options, stdout io.Writer) (*bidi.Client, string, func(), error) {
-	if o.endpoint == "" {
-		srv := biditest.NewServer(biditest.DemoModel(nil))
-		fmt.Fprintf(stdout, "in-process demo server at %s\n", srv.URL)
-		return srv.Client(), "demo-endpoint", srv.Close, nil
-	}
-	var load []func(*config.LoadOptions) error
-	if o.region != "" {
-		load = append(load, config.WithRegion(o.region))
-	}
-	if o.profile != "" {
-		load = append(load, config.WithSharedConfigProfile(o.profile))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, load...)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	client := bidi.NewFromConfig(cfg, func(opt *bidi.Options) {
-		if o.endpointURL != "" {
-			opt.BaseEndpoint = &o.endpointURL
-		}
-	})
-	return client, o.endpoint, func() {}, nil
 }

@@ -29,15 +29,17 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 func main() {
@@ -49,7 +51,7 @@ func main() {
 
 // options are the command-line flags.
 type options struct {
-	endpoint, region, profile, endpointURL, variant, query string
+	conn cli.Flags
 
 	sessions, messages, size int
 	timeout                  time.Duration
@@ -57,22 +59,13 @@ type options struct {
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("concurrent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.endpoint, "endpoint", "", "SageMaker endpoint `name` of an echo model; empty runs the in-process server")
-	fs.StringVar(&o.region, "region", "", "AWS `region` (default from the AWS config)")
-	fs.StringVar(&o.profile, "profile", "", "shared config `profile`")
-	fs.StringVar(&o.endpointURL, "endpoint-url", "", "custom endpoint `URL`, e.g. the local gateway")
-	fs.StringVar(&o.variant, "target-variant", "", "production `variant` to invoke")
-	fs.StringVar(&o.query, "query", "", "model query `string` for the container, e.g. mode=echo")
+	fs := cli.NewFlagSet("concurrent", "usage: concurrent [flags]\n\nExample: concurrent -sessions 100 -messages 10 -endpoint my-echo -query mode=echo\n\n", stderr)
+	o.conn.Register(fs, " of an echo model; empty runs the in-process server")
+	o.conn.RegisterQuery(fs)
 	fs.IntVar(&o.sessions, "sessions", 50, "concurrent sessions")
 	fs.IntVar(&o.messages, "messages", 20, "messages per session")
 	fs.IntVar(&o.size, "size", 256, "message size in `bytes`")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the whole run")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: concurrent [flags]\n\nExample: concurrent -sessions 100 -messages 10 -endpoint my-echo -query mode=echo\n\n")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -95,17 +88,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 
 	var dials atomic.Int64
-	client, endpoint, srv, err := newClient(ctx, o, &dials)
-	if err != nil {
-		fmt.Fprintln(stderr, "concurrent:", err)
-		return 1
-	}
+	srv := o.conn.LocalServer(biditest.DemoModel(nil)) // echoes text
 	if srv != nil {
 		defer srv.Close()
 		fmt.Fprintf(stdout, "in-process server at %s (at most %d streams per connection)\n", srv.URL, biditest.DefaultMaxConcurrentStreams)
 	}
-	in := bidi.OpenInput{EndpointName: endpoint, TargetVariant: o.variant, ModelQueryString: o.query}
-	rep, err := load(ctx, client, &in, o)
+	client, err := newClient(ctx, o, srv, &dials)
+	if err != nil {
+		fmt.Fprintln(stderr, "concurrent:", err)
+		return 1
+	}
+	rep, err := load(ctx, client, o.conn.OpenInput("demo-endpoint"), o)
 	if err != nil {
 		fmt.Fprintln(stderr, "concurrent:", err)
 		return 1
@@ -118,16 +111,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// newClient returns one client for every session. Its HTTP client is
-// bidi's default transport with a dialer that counts TCP connections.
-// Without -endpoint it also starts the in-process server.
-func newClient(ctx context.Context, o *options, dials *atomic.Int64) (*bidi.Client, string, *biditest.Server, error) {
-	var tlsConfig *tls.Config
-	var srv *biditest.Server
-	if o.endpoint == "" {
-		srv = biditest.NewServer(biditest.DemoModel(nil)) // echoes text
+// newClient returns one client for every session, for the in-process
+// server srv or, when it is nil, from the AWS configuration. Its HTTP
+// client is bidi's default transport with a dialer that counts TCP
+// connections, trusting what bidi's own would: srv's certificate, or the
+// system roots plus a custom CA bundle of the AWS configuration
+// (AWS_CA_BUNDLE, or ca_bundle in the shared config file).
+func newClient(ctx context.Context, o *options, srv *biditest.Server, dials *atomic.Int64) (*bidi.Client, error) {
+	if srv != nil {
 		roots := x509.NewCertPool()
 		roots.AddCert(srv.Certificate())
+		return srv.Client(countingHTTPClient(roots, dials)), nil
+	}
+	cfg, err := o.conn.LoadConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return o.conn.NewClient(cfg, countingHTTPClient(caBundle(cfg), dials)), nil
+}
+
+// countingHTTPClient returns the option that sets bidi's default HTTP
+// client, trusting roots (nil: the system roots), with a dialer that
+// counts TCP connections in dials.
+func countingHTTPClient(roots *x509.CertPool, dials *atomic.Int64) func(*bidi.Options) {
+	var tlsConfig *tls.Config
+	if roots != nil {
 		tlsConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	}
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
@@ -138,28 +146,20 @@ func newClient(ctx context.Context, o *options, dials *atomic.Int64) (*bidi.Clie
 			return dialer.DialContext(ctx, network, addr)
 		}
 	})
-	useHC := func(opt *bidi.Options) { opt.HTTPClient = hc }
-	if srv != nil {
-		return srv.Client(useHC), "demo-endpoint", srv, nil
-	}
+	return func(opt *bidi.Options) { opt.HTTPClient = hc }
+}
 
-	var load []func(*config.LoadOptions) error
-	if o.region != "" {
-		load = append(load, config.WithRegion(o.region))
-	}
-	if o.profile != "" {
-		load = append(load, config.WithSharedConfigProfile(o.profile))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, load...)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	client := bidi.NewFromConfig(cfg, useHC, func(opt *bidi.Options) {
-		if o.endpointURL != "" {
-			opt.BaseEndpoint = &o.endpointURL
+// caBundle returns the certificate pool of the AWS configuration's custom
+// CA bundle (the system roots and the bundle), or nil when there is none.
+// config.LoadDefaultConfig keeps it in the TLS configuration of its
+// BuildableClient.
+func caBundle(cfg aws.Config) *x509.CertPool {
+	if b, ok := cfg.HTTPClient.(interface{ GetTransport() *http.Transport }); ok {
+		if t := b.GetTransport(); t != nil && t.TLSClientConfig != nil {
+			return t.TLSClientConfig.RootCAs
 		}
-	})
-	return client, o.endpoint, nil, nil
+	}
+	return nil
 }
 
 // distinctAddrs counts the client addresses the server saw: streams

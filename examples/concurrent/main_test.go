@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 )
 
 func TestConcurrentSessionsShareOneConnection(t *testing.T) {
@@ -55,5 +60,47 @@ func TestFlags(t *testing.T) {
 		if code := run(ctx, args, &out, &errOut); code != 2 {
 			t.Errorf("%q: exit code %d, want 2", args, code)
 		}
+	}
+}
+
+// TestCABundle runs against a server the AWS configuration reaches: the
+// counting HTTP client trusts the custom CA bundle (AWS_CA_BUNDLE), as
+// bidi's own client would, and nothing more.
+func TestCABundle(t *testing.T) {
+	srv := biditest.NewServer(biditest.DemoModel(nil))
+	defer srv.Close()
+	dir := t.TempDir()
+	bundle, empty := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "empty")
+	if err := os.WriteFile(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"AWS_CONFIG_FILE": empty, "AWS_SHARED_CREDENTIALS_FILE": empty, "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_ACCESS_KEY_ID": biditest.AccessKeyID, "AWS_SECRET_ACCESS_KEY": biditest.SecretAccessKey,
+		"AWS_SESSION_TOKEN": "", "AWS_REGION": biditest.Region, "AWS_PROFILE": "",
+		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2": "",
+	} {
+		t.Setenv(k, v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args := []string{"-endpoint", "demo", "-endpoint-url", srv.URL, "-sessions", "3", "-messages", "2", "-size", "64"}
+
+	t.Setenv("AWS_CA_BUNDLE", "")
+	var out, errOut bytes.Buffer
+	if code := run(ctx, args, &out, &errOut); code != 1 {
+		t.Errorf("without a CA bundle: exit code %d, want 1 (untrusted certificate); stderr: %s", code, errOut.String())
+	}
+	t.Setenv("AWS_CA_BUNDLE", bundle)
+	out.Reset()
+	errOut.Reset()
+	if code := run(ctx, args, &out, &errOut); code != 0 {
+		t.Fatalf("with AWS_CA_BUNDLE: exit code %d, stderr: %s", code, errOut.String())
+	}
+	if want := "connections: 1 dialed"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
 }

@@ -31,7 +31,7 @@ type demo struct {
 
 func (d *demo) run(ctx context.Context, o *options, stdin io.Reader) error {
 	start := time.Now()
-	sess, err := d.client.Open(ctx, &bidi.OpenInput{EndpointName: o.endpoint, TargetVariant: o.variant})
+	sess, err := d.client.Open(ctx, o.conn.OpenInput("demo-endpoint"))
 	if err != nil {
 		return err
 	}

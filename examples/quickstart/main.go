@@ -29,9 +29,9 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 func main() {
@@ -42,28 +42,19 @@ func main() {
 
 // options are the command-line flags.
 type options struct {
-	endpoint, region, profile, endpointURL, variant string
-	prompts                                         []string
-	audioBytes, maxPart                             int
-	interactive                                     bool
+	conn                cli.Flags
+	prompts             []string
+	audioBytes, maxPart int
+	interactive         bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("quickstart", "usage: quickstart [flags]\n\nWith no flags, runs a demo session against an in-process server.\nExample: quickstart -endpoint my-endpoint -region us-west-2\n\n", stderr)
 	o := &options{}
-	fs.StringVar(&o.endpoint, "endpoint", "", "SageMaker endpoint `name`; empty runs the local demo server")
-	fs.StringVar(&o.region, "region", "", "AWS `region` of the endpoint (default from the AWS config)")
-	fs.StringVar(&o.profile, "profile", "", "shared config `profile` to use")
-	fs.StringVar(&o.endpointURL, "endpoint-url", "", "custom endpoint `URL`, e.g. https://localhost:8443 for the local gateway")
-	fs.StringVar(&o.variant, "target-variant", "", "production `variant` to invoke")
+	o.conn.Register(fs, "; empty runs the local demo server")
 	fs.IntVar(&o.audioBytes, "audio-bytes", 40000, "size of the binary message sent in the demo (0 skips it)")
 	fs.IntVar(&o.maxPart, "max-part", 16<<10, "largest part `size` in bytes; larger messages are fragmented")
 	prompt := fs.String("prompt", "Hello from Go! What can bidirectional streaming do?", "first chat `prompt`")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: quickstart [flags]\n\nWith no flags, runs a demo session against an in-process server.\nExample: quickstart -endpoint my-endpoint -region us-west-2\n\n")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -78,37 +69,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	} else if err != nil {
 		return 2
 	}
-	o.interactive = isTerminal(stdin)
+	o.interactive = cli.IsTerminal(stdin)
 
-	var (
-		client *bidi.Client
-		srv    *biditest.Server
-	)
-	setParts := func(opt *bidi.Options) { opt.MaxPartSize = o.maxPart }
-	if o.endpoint == "" {
-		srv = biditest.NewServer(biditest.DemoModel(nil))
+	srv := o.conn.LocalServer(biditest.DemoModel(nil))
+	if srv != nil {
 		defer srv.Close()
 		fmt.Fprintf(stdout, "local SageMaker-compatible server at %s (it verifies the SigV4 request and every chunk signature)\n", srv.URL)
-		client = srv.Client(setParts)
-		o.endpoint = "demo-endpoint"
-	} else {
-		var loadOpts []func(*config.LoadOptions) error
-		if o.region != "" {
-			loadOpts = append(loadOpts, config.WithRegion(o.region))
-		}
-		if o.profile != "" {
-			loadOpts = append(loadOpts, config.WithSharedConfigProfile(o.profile))
-		}
-		cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
-		if err != nil {
-			fmt.Fprintln(stderr, "quickstart: loading AWS config:", err)
-			return 1
-		}
-		client = bidi.NewFromConfig(cfg, setParts, func(opt *bidi.Options) {
-			if o.endpointURL != "" {
-				opt.BaseEndpoint = &o.endpointURL
-			}
-		})
+	}
+	client, err := o.conn.Client(ctx, srv, func(opt *bidi.Options) { opt.MaxPartSize = o.maxPart })
+	if err != nil {
+		fmt.Fprintln(stderr, "quickstart: loading AWS config:", err)
+		return 1
 	}
 
 	d := &demo{out: stdout, client: client, server: srv}
@@ -130,21 +101,6 @@ func describe(err error) string {
 		return fmt.Sprintf("%v (HTTP %d, request id %s)", err, re.StatusCode, re.RequestID)
 	}
 	return err.Error()
-}
-
-// isTerminal reports whether r is a terminal: a character device other
-// than the null device (which is one too).
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
-	null, err := os.Stat(os.DevNull)
-	return err != nil || !os.SameFile(st, null)
 }
 
 // readPrompts returns a function that yields the non-empty lines of r.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -60,16 +59,5 @@ func TestFlags(t *testing.T) {
 	}
 	if code := run(ctx, []string{"-no-such-flag"}, strings.NewReader(""), &out, &errOut); code != 2 {
 		t.Errorf("bad flag exit code %d, want 2", code)
-	}
-}
-
-func TestIsTerminal(t *testing.T) {
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer null.Close()
-	if isTerminal(null) || isTerminal(strings.NewReader("")) {
-		t.Error("the null device or a string reader counted as a terminal")
 	}
 }

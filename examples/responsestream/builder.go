@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
 )
 
@@ -13,7 +14,7 @@ import (
 // (schema.DetectKind): OpenAI chat or text completion chunks, or LMI
 // token lines.
 type builder struct {
-	printer
+	cli.Printer
 	kind   schema.Kind
 	chat   schema.ChatAccumulator
 	comp   schema.CompletionAccumulator
@@ -53,8 +54,8 @@ func (b *builder) add(ev schema.Event) error {
 		var c schema.ChatCompletionChunk
 		if !ev.Done && ev.Decode(&c) == nil {
 			for _, ch := range c.Choices {
-				b.print("model (thinking)", ch.Delta.ReasoningContent)
-				b.print("model", ch.Delta.Content)
+				b.Print("model (thinking)", ch.Delta.ReasoningContent)
+				b.Print("model", ch.Delta.Content)
 			}
 		}
 	case schema.KindTextCompletion:
@@ -64,7 +65,7 @@ func (b *builder) add(ev schema.Event) error {
 		var c schema.TextCompletion
 		if !ev.Done && ev.Decode(&c) == nil {
 			for _, ch := range c.Choices {
-				b.print("model", ch.Text)
+				b.Print("model", ch.Text)
 			}
 		}
 	case schema.KindLMIStreamLine:
@@ -73,7 +74,7 @@ func (b *builder) add(ev schema.Event) error {
 		}
 		var l schema.LMIStreamLine
 		if !ev.Done && ev.Decode(&l) == nil && !l.Token.SpecialToken {
-			b.print("model", l.Token.Text)
+			b.Print("model", l.Token.Text)
 		}
 	default:
 		return fmt.Errorf("the model sent a %s payload, not a stream this example rebuilds", b.kind)
@@ -115,32 +116,4 @@ func (b *builder) report(out io.Writer) error {
 		return errors.New("the model sent no answer")
 	}
 	return nil
-}
-
-// printer prints text as it arrives, one labelled line per kind.
-type printer struct {
-	out   io.Writer
-	label string
-}
-
-func (p *printer) print(label, text string) {
-	if text == "" {
-		return
-	}
-	if p.label != label {
-		if p.label != "" {
-			fmt.Fprintln(p.out)
-		}
-		fmt.Fprintf(p.out, "%s> ", label)
-		p.label = label
-	}
-	io.WriteString(p.out, text)
-}
-
-// end ends the line being printed.
-func (p *printer) end() {
-	if p.label != "" {
-		fmt.Fprintln(p.out)
-		p.label = ""
-	}
 }

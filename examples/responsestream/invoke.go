@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
 )
 
@@ -45,8 +46,8 @@ func invoke(ctx context.Context, client *sagemakerruntime.Client, endpoint strin
 		Body:         body,
 		ContentType:  aws.String("application/json"),
 	}
-	if o.variant != "" {
-		in.TargetVariant = aws.String(o.variant)
+	if o.conn.TargetVariant != "" {
+		in.TargetVariant = aws.String(o.conn.TargetVariant)
 	}
 	fmt.Fprintf(out, "\nyou> %s\n", o.prompt)
 	resp, err := client.InvokeEndpointWithResponseStream(ctx, in)
@@ -58,7 +59,7 @@ func invoke(ctx context.Context, client *sagemakerruntime.Client, endpoint strin
 	fmt.Fprintf(out, "      [invoked variant %q, model content type %q]\n",
 		aws.ToString(resp.InvokedProductionVariant), aws.ToString(resp.ContentType))
 
-	b := &builder{printer: printer{out: out}}
+	b := &builder{Printer: cli.Printer{Out: out}}
 	dec := schema.NewDecoder()
 	parts, size := 0, 0
 	for ev := range stream.Events() {
@@ -76,14 +77,14 @@ func invoke(ctx context.Context, client *sagemakerruntime.Client, endpoint strin
 	// The channel closes at the end of the stream and on failure: Err
 	// tells which (a *types.ModelStreamError, for one).
 	if err := stream.Err(); err != nil {
-		b.end()
+		b.End()
 		return err
 	}
 	dec.Close()
 	if err := b.drain(dec); err != nil {
 		return err
 	}
-	b.end()
+	b.End()
 	fmt.Fprintf(out, "      [%d PayloadPart events, %d bytes of %s cut anywhere; schema framed %d events]\n",
 		parts, size, dec.Format(), b.events)
 	return b.report(out)

@@ -35,9 +35,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 func main() {
@@ -49,7 +50,7 @@ func main() {
 
 // options are the command-line flags.
 type options struct {
-	endpoint, region, profile, endpointURL, variant string
+	conn cli.Flags
 
 	api       string
 	maxTokens int
@@ -59,20 +60,14 @@ type options struct {
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("responsestream", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.endpoint, "endpoint", "", "SageMaker endpoint `name`; empty runs a local server")
-	fs.StringVar(&o.region, "region", "", "AWS `region` (default from the AWS config)")
-	fs.StringVar(&o.profile, "profile", "", "shared config `profile`")
-	fs.StringVar(&o.endpointURL, "endpoint-url", "", "custom endpoint `URL`")
-	fs.StringVar(&o.variant, "target-variant", "", "production `variant` to invoke")
+	fs := cli.NewFlagSet("responsestream", "usage: responsestream [flags] [prompt]\n\nExample: responsestream -endpoint my-llm -region us-west-2 \"What is SageMaker?\"\n\n", stderr)
+	o.conn.Register(fs, "; empty runs a local server")
+	// The local gateway of examples/gateway serves only the bidirectional
+	// operation: no hint of it here.
+	fs.Lookup("endpoint-url").Usage = "custom endpoint `URL`, e.g. -endpoint-url https://vpce-0123-abcd.runtime.sagemaker.us-west-2.vpce.amazonaws.com (an interface VPC endpoint)"
 	fs.StringVar(&o.api, "api", "chat", "request schema: chat (OpenAI chat completions) or lmi (LMI inputs/parameters)")
 	fs.IntVar(&o.maxTokens, "max-tokens", 256, "upper bound of generated `tokens`")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the call")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: responsestream [flags] [prompt]\n\nExample: responsestream -endpoint my-llm -region us-west-2 \"What is SageMaker?\"\n\n")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -113,35 +108,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // newClient returns the official client: pointed at a local server with
 // static credentials when no endpoint is given, else configured from the
-// AWS configuration.
+// AWS configuration, with -endpoint-url as its BaseEndpoint when given.
 func newClient(ctx context.Context, o *options, stdout io.Writer) (*sagemakerruntime.Client, string, func(), error) {
-	if o.endpoint == "" {
+	endpoint, endpointURL, cleanup := o.conn.Endpoint, o.conn.EndpointURL, func() {}
+	var cfg aws.Config
+	if endpoint == "" {
 		srv := newLocalServer()
 		fmt.Fprintf(stdout, "local InvokeEndpointWithResponseStream server at %s\n", srv.URL)
-		cfg := aws.Config{
+		cfg = aws.Config{
 			Region:      "us-west-2",
 			Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", ""),
 		}
-		client := sagemakerruntime.NewFromConfig(cfg, withReadOnlyRequestBodies, func(opt *sagemakerruntime.Options) {
-			opt.BaseEndpoint = aws.String(srv.URL)
-		})
-		return client, "local-endpoint", srv.Close, nil
-	}
-	var load []func(*config.LoadOptions) error
-	if o.region != "" {
-		load = append(load, config.WithRegion(o.region))
-	}
-	if o.profile != "" {
-		load = append(load, config.WithSharedConfigProfile(o.profile))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, load...)
-	if err != nil {
-		return nil, "", nil, err
+		endpoint, endpointURL, cleanup = "local-endpoint", srv.URL, srv.Close
+	} else {
+		var err error
+		if cfg, err = o.conn.LoadConfig(ctx); err != nil {
+			return nil, "", nil, err
+		}
 	}
 	client := sagemakerruntime.NewFromConfig(cfg, withReadOnlyRequestBodies, func(opt *sagemakerruntime.Options) {
-		if o.endpointURL != "" {
-			opt.BaseEndpoint = aws.String(o.endpointURL)
+		if endpointURL != "" {
+			opt.BaseEndpoint = aws.String(endpointURL)
 		}
 	})
-	return client, o.endpoint, func() {}, nil
+	return client, endpoint, cleanup, nil
 }
