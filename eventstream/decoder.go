@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 )
 
 // DecoderOptions holds the limits a [Decoder] enforces. They are checked
@@ -21,10 +22,12 @@ type DecoderOptions struct {
 
 // A Decoder reads messages from an io.Reader.
 //
-// The decoder owns one buffer that it grows to the largest message seen
-// (within its limits) and reuses. The *Message returned by Decode, its
-// headers and its payload alias that buffer: they are valid until the next
-// call to Decode or Reset. A Decoder is not safe for concurrent use.
+// The decoder owns one buffer that it grows, as bytes arrive, to the
+// largest message seen (within its limits) and reuses; it reads ahead into
+// that buffer, so it may consume bytes past the message it returns. The
+// *Message returned by Decode, its headers and its payload alias that
+// buffer: they are valid until the next call to Decode or Reset. A Decoder
+// is not safe for concurrent use.
 type Decoder struct {
 	r      io.Reader
 	opts   DecoderOptions
@@ -102,7 +105,12 @@ func (d *Decoder) truncated(err error) error {
 	return err
 }
 
-// fill reads until at least n unread bytes are buffered.
+// minBufferLen is the initial size of a decoder's buffer.
+const minBufferLen = 4096
+
+// fill reads until at least n unread bytes are buffered. The buffer grows
+// at most twofold per step, as bytes arrive, so a prelude that claims a
+// large message costs memory only once its bytes are actually received.
 func (d *Decoder) fill(n int) error {
 	if d.end-d.start >= n {
 		return nil
@@ -110,22 +118,15 @@ func (d *Decoder) fill(n int) error {
 	if d.err != nil {
 		return d.err
 	}
-	if len(d.buf)-d.start < n {
-		if cap(d.buf) >= n {
-			// Slide the unread bytes to the front.
-			d.buf = d.buf[:cap(d.buf)]
-			d.end = copy(d.buf, d.buf[d.start:d.end])
-			d.start = 0
-		} else {
-			size := max(n, 4096, 2*cap(d.buf))
-			size = min(size, max(n, Overhead+d.opts.MaxHeadersLen+d.opts.MaxPayloadLen))
-			nb := make([]byte, size)
-			d.end = copy(nb, d.buf[d.start:d.end])
-			d.start = 0
-			d.buf = nb
-		}
+	if len(d.buf)-d.start < n && d.start > 0 && len(d.buf) >= n {
+		// Slide the unread bytes to the front: the message fits.
+		d.end = copy(d.buf, d.buf[d.start:d.end])
+		d.start = 0
 	}
 	for empty := 0; d.end-d.start < n; {
+		if d.end == len(d.buf) {
+			d.grow(n)
+		}
 		m, err := d.r.Read(d.buf[d.end:])
 		d.end += m
 		if err != nil {
@@ -145,6 +146,23 @@ func (d *Decoder) fill(n int) error {
 	return nil
 }
 
+// grow replaces a full buffer by one up to twice as large (at least
+// minBufferLen), but no larger than needed for n unread bytes, holding the
+// unread bytes at its front.
+func (d *Decoder) grow(n int) {
+	size := max(minBufferLen, min(n, 2*len(d.buf)))
+	if size <= len(d.buf) {
+		// Only possible when the unread bytes do not start at the front.
+		d.end = copy(d.buf, d.buf[d.start:d.end])
+		d.start = 0
+		return
+	}
+	nb := make([]byte, size)
+	d.end = copy(nb, d.buf[d.start:d.end])
+	d.start = 0
+	d.buf = nb
+}
+
 // checkPrelude validates a 12-byte prelude against the limits and returns
 // the total and header lengths.
 func checkPrelude(p []byte, opts DecoderOptions) (total, headersLen int, err error) {
@@ -156,6 +174,10 @@ func checkPrelude(p []byte, opts DecoderOptions) (total, headersLen int, err err
 	}
 	if t < Overhead {
 		return 0, 0, &LengthError{Err: ErrInvalidLength, Length: int64(t), Limit: Overhead}
+	}
+	if uint64(t) > math.MaxInt {
+		// Only on 32-bit platforms, where the limits would let it pass.
+		return 0, 0, &LengthError{Err: ErrPayloadTooLarge, Length: int64(t), Limit: math.MaxInt}
 	}
 	if uint64(h) > uint64(t)-Overhead {
 		return 0, 0, &LengthError{Err: ErrInvalidLength, Length: int64(h), Limit: int64(t) - Overhead}
@@ -186,7 +208,9 @@ func decodeFrame(frame []byte, headersLen int, m *Message, names *nameCache) err
 }
 
 // Unmarshal decodes the single message that occupies all of b into m,
-// using the default limits. m's headers and payload alias b. It is the way
+// using the default limits. m's headers and payload alias b; the capacity
+// of m.Headers is reused, so decoding into the same Message again does not
+// allocate. It is the way
 // to decode the inner message carried by a signed envelope.
 func Unmarshal(b []byte, m *Message) error {
 	if len(b) < preludeLen {

@@ -14,7 +14,9 @@
 // call to [Decoder.Decode]. Lengths are checked against [DecoderOptions]
 // limits from the 12-byte prelude, before anything else is read or
 // allocated; each violation has its own error ([ErrPayloadTooLarge],
-// [ErrHeadersTooLarge], [ErrInvalidLength]). A CRC mismatch is a
+// [ErrHeadersTooLarge], [ErrInvalidLength]). Within the limits, the
+// decoder's buffer grows with the bytes that actually arrive, never
+// straight to the length a prelude claims. A CRC mismatch is a
 // [*ChecksumError] naming the checksum, the expected and the computed value.
 // A stream that ends inside a frame yields an error wrapping
 // io.ErrUnexpectedEOF; io.EOF is returned only at a frame boundary.
@@ -26,7 +28,8 @@
 // the SigV4 signature chained from the previous one, starting at the seed
 // signature of the HTTP request. [Signer.AppendEnd] produces the signed empty
 // frame that ends the stream. A [Verifier] checks such a chain on the
-// receiving side.
+// receiving side. Signing an event allocates nothing once the day's
+// signing key is derived.
 //
 // Neither a Signer nor a Verifier is safe for concurrent use: a signature
 // chain is sequential by nature.

@@ -41,6 +41,7 @@ type LengthError struct {
 	Limit  int64 // the limit it breaks
 }
 
+// Error reports the sentinel, the length and the limit.
 func (e *LengthError) Error() string {
 	return fmt.Sprintf("%v: %d (limit %d)", e.Err, e.Length, e.Limit)
 }
@@ -58,6 +59,7 @@ const (
 	MessageChecksum
 )
 
+// String returns "prelude" or "message".
 func (c Checksum) String() string {
 	if c == PreludeChecksum {
 		return "prelude"
@@ -72,6 +74,7 @@ type ChecksumError struct {
 	Got      uint32   // the value computed over the received bytes
 }
 
+// Error names the checksum and gives both values.
 func (e *ChecksumError) Error() string {
 	return fmt.Sprintf("eventstream: %v checksum mismatch: message has %#08x, computed %#08x", e.Checksum, e.Want, e.Got)
 }
@@ -80,9 +83,10 @@ func (e *ChecksumError) Error() string {
 type HeaderError struct {
 	Offset int    // byte offset of the header within the header block
 	Name   string // the header name, when it could be read
-	Reason string
+	Reason string // what is wrong, for people
 }
 
+// Error reports the offset, the name when known, and the reason.
 func (e *HeaderError) Error() string {
 	if e.Name != "" {
 		return fmt.Sprintf("eventstream: invalid header %q at offset %d: %s", e.Name, e.Offset, e.Reason)
@@ -98,11 +102,12 @@ func (e *HeaderError) Is(target error) bool { return target == ErrInvalidHeader 
 // when the envelope is malformed (for example, a missing :date header).
 // The signatures themselves are never included in the message.
 type SignatureError struct {
-	Index  int // zero-based position of the envelope in the chain
-	Reason string
-	Err    error
+	Index  int    // zero-based position of the envelope in the chain
+	Reason string // what is wrong, for people
+	Err    error  // ErrSignatureMismatch, ErrInvalidHeader or ErrStreamEnded
 }
 
+// Error reports the envelope index and the reason, never a signature.
 func (e *SignatureError) Error() string {
 	return fmt.Sprintf("eventstream: envelope %d: %s", e.Index, e.Reason)
 }

@@ -51,62 +51,85 @@ func (h *Headers) Del(name string) {
 // for a header that cannot be encoded.
 func (h Headers) encodedLen() (int, error) {
 	n := 0
-	for i, x := range h {
-		if len(x.Name) == 0 || len(x.Name) > MaxNameLen {
-			return 0, &HeaderError{Offset: n, Name: x.Name, Reason: "name length " + strconv.Itoa(len(x.Name)) + " outside 1..255"}
-		}
+	for i := range h {
+		x := &h[i]
 		vl := x.Value.encodedLen()
-		if vl < 0 {
-			return 0, &HeaderError{Offset: n, Name: h[i].Name, Reason: "cannot encode " + x.Value.Type.String() + " value of length " + strconv.Itoa(len(x.Value.Bytes))}
+		if uint(len(x.Name)-1) >= MaxNameLen || vl < 0 {
+			return 0, headerEncodeError(n, x)
 		}
 		n += 1 + len(x.Name) + 1 + vl
 	}
 	return n, nil
 }
 
-// appendHeaders appends the encoded header block. The headers must have
-// been checked by encodedLen.
-func appendHeaders(dst []byte, h Headers) []byte {
-	for _, x := range h {
-		dst = append(dst, byte(len(x.Name)))
-		dst = append(dst, x.Name...)
-		dst = appendValue(dst, x.Value)
+// headerEncodeError describes why x, at offset off of its header block,
+// cannot be encoded.
+func headerEncodeError(off int, x *Header) error {
+	if len(x.Name) == 0 || len(x.Name) > MaxNameLen {
+		return &HeaderError{Offset: off, Name: x.Name, Reason: "name length " + strconv.Itoa(len(x.Name)) + " outside 1..255"}
 	}
-	return dst
+	return &HeaderError{Offset: off, Name: x.Name, Reason: "cannot encode " + x.Value.Type.String() + " value of length " + strconv.Itoa(len(x.Value.Bytes))}
 }
 
-func appendValue(dst []byte, v Value) []byte {
-	dst = append(dst, byte(v.Type))
+// putHeaders writes the encoded header block into b, which is exactly as
+// long as the block. The headers must have been checked by encodedLen.
+func putHeaders(b []byte, h Headers) {
+	off := 0
+	for i := range h {
+		x := &h[i]
+		b[off] = byte(len(x.Name))
+		off++
+		off += copy(b[off:], x.Name)
+		off += putValue(b[off:], &x.Value)
+	}
+}
+
+// putValue writes the type byte and the encoding of v at the start of b
+// and returns the number of bytes written.
+func putValue(b []byte, v *Value) int {
+	b[0] = byte(v.Type)
 	switch v.Type {
 	case TypeByte:
-		dst = append(dst, byte(v.Int))
+		b[1] = byte(v.Int)
+		return 2
 	case TypeInt16:
-		dst = binary.BigEndian.AppendUint16(dst, uint16(v.Int))
+		binary.BigEndian.PutUint16(b[1:], uint16(v.Int))
+		return 3
 	case TypeInt32:
-		dst = binary.BigEndian.AppendUint32(dst, uint32(v.Int))
+		binary.BigEndian.PutUint32(b[1:], uint32(v.Int))
+		return 5
 	case TypeInt64, TypeTimestamp:
-		dst = binary.BigEndian.AppendUint64(dst, uint64(v.Int))
+		binary.BigEndian.PutUint64(b[1:], uint64(v.Int))
+		return 9
 	case TypeBytes, TypeString:
-		dst = binary.BigEndian.AppendUint16(dst, uint16(len(v.Bytes)))
-		dst = append(dst, v.Bytes...)
+		binary.BigEndian.PutUint16(b[1:], uint16(len(v.Bytes)))
+		return 3 + copy(b[3:], v.Bytes)
 	case TypeUUID:
-		dst = append(dst, v.Bytes...)
+		return 1 + copy(b[1:], v.Bytes)
 	}
-	return dst
+	return 1
 }
 
 // AppendHeaders appends the encoding of h (a header block, without prelude)
 // to dst. It is the form hashed for the :date header of a signed envelope.
 func AppendHeaders(dst []byte, h Headers) ([]byte, error) {
-	if _, err := h.encodedLen(); err != nil {
+	n, err := h.encodedLen()
+	if err != nil {
 		return dst, err
 	}
-	return appendHeaders(dst, h), nil
+	start := len(dst)
+	dst = grow(dst, n)[:start+n]
+	putHeaders(dst[start:], h)
+	return dst, nil
 }
 
 // decodeHeaders parses a header block into h (reusing its capacity). Value
-// bytes alias b. Names are interned through names when it is not nil.
+// bytes alias b. A name equal to the one at the same position in h's
+// previous contents reuses that string, so a stream whose messages repeat
+// their headers decodes without allocating; other names are interned
+// through names when it is not nil.
 func decodeHeaders(b []byte, h Headers, names *nameCache) (Headers, error) {
+	prev := h[:cap(h)]
 	h = h[:0]
 	off := 0
 	for off < len(b) {
@@ -164,7 +187,9 @@ func decodeHeaders(b []byte, h Headers, names *nameCache) (Headers, error) {
 			v.Bytes = val
 		}
 		var name string
-		if names != nil {
+		if i := len(h); i < len(prev) && prev[i].Name == string(nameBytes) {
+			name = prev[i].Name
+		} else if names != nil {
 			name = names.intern(nameBytes)
 		} else {
 			name = string(nameBytes)

@@ -20,8 +20,6 @@ const (
 	DefaultMaxHeadersLen = 128 << 10
 )
 
-var crcTable = crc32.MakeTable(crc32.IEEE)
-
 // Message is one event-stream message.
 type Message struct {
 	Headers Headers
@@ -62,20 +60,47 @@ func AppendMessage(dst []byte, m *Message) ([]byte, error) {
 	}
 	total := Overhead + hl + len(m.Payload)
 	start := len(dst)
-	dst = grow(dst, total)
-	dst = appendPrelude(dst, total, hl)
-	dst = appendHeaders(dst, m.Headers)
-	dst = append(dst, m.Payload...)
-	return binary.BigEndian.AppendUint32(dst, crc32.Update(0, crcTable, dst[start:])), nil
+	dst = grow(dst, total)[:start+total]
+	putMessage(dst[start:], m, hl, nil)
+	return dst, nil
 }
 
-// appendPrelude appends the total length, the header length and the prelude
-// CRC.
-func appendPrelude(dst []byte, total, headersLen int) []byte {
-	start := len(dst)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(total))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(headersLen))
-	return binary.BigEndian.AppendUint32(dst, crc32.Update(0, crcTable, dst[start:]))
+// putMessage encodes m into b, which is exactly as long as the encoded
+// message, and returns the message CRC. The headers must have been checked
+// by encodedLen, which returned hl. pc, when not nil, caches the prelude.
+func putMessage(b []byte, m *Message, hl int, pc *preludeCache) uint32 {
+	pc.put(b, len(b), hl)
+	putHeaders(b[preludeLen:preludeLen+hl], m.Headers)
+	copy(b[preludeLen+hl:], m.Payload)
+	crc := crc32.Update(0, crcTable, b[:len(b)-4])
+	binary.BigEndian.PutUint32(b[len(b)-4:], crc)
+	return crc
+}
+
+// preludeCache remembers the last prelude written, so that a stream of
+// messages of one size does not checksum the same 8 bytes each time.
+type preludeCache struct {
+	lens uint64 // total length << 32 | header length
+	crc  uint32
+	ok   bool
+}
+
+// put writes the total length, the header length and the prelude CRC into
+// the first 12 bytes of b. A nil cache is allowed.
+func (c *preludeCache) put(b []byte, total, headersLen int) {
+	_ = b[preludeLen-1]
+	binary.BigEndian.PutUint32(b[0:], uint32(total))
+	binary.BigEndian.PutUint32(b[4:], uint32(headersLen))
+	lens := binary.BigEndian.Uint64(b)
+	if c == nil || !c.ok || c.lens != lens {
+		crc := crc32.Update(0, crcTable, b[:8])
+		if c == nil {
+			binary.BigEndian.PutUint32(b[8:], crc)
+			return
+		}
+		c.lens, c.crc, c.ok = lens, crc, true
+	}
+	binary.BigEndian.PutUint32(b[8:], c.crc)
 }
 
 // grow makes room for n more bytes in one step.

@@ -27,6 +27,8 @@ type SignerOptions struct {
 type Signer struct {
 	chain chain
 	now   func() time.Time
+
+	innerPrelude, envPrelude preludeCache
 }
 
 // NewSigner returns a Signer for credentials creds, the signing region and
@@ -45,7 +47,8 @@ func NewSigner(creds aws.Credentials, region, service string, seed []byte, optFn
 
 // AppendMessage encodes m as the payload of a signed envelope appended to
 // dst. The inner message is encoded in place, inside the envelope, so its
-// payload is copied once.
+// payload is copied once. dst grows at most once; with enough capacity,
+// AppendMessage does not allocate.
 func (s *Signer) AppendMessage(dst []byte, m *Message) ([]byte, error) {
 	hl, err := m.Headers.encodedLen()
 	if err != nil {
@@ -59,14 +62,15 @@ func (s *Signer) AppendMessage(dst []byte, m *Message) ([]byte, error) {
 		return dst, &LengthError{Err: ErrPayloadTooLarge, Length: int64(innerLen), Limit: DefaultMaxPayloadLen}
 	}
 	start := len(dst)
-	dst = grow(dst, Overhead+envelopeHeadersLen+innerLen)
-	dst = dst[:start+preludeLen+envelopeHeadersLen]
-	innerStart := len(dst)
-	dst = appendPrelude(dst, innerLen, hl)
-	dst = appendHeaders(dst, m.Headers)
-	dst = append(dst, m.Payload...)
-	dst = binary.BigEndian.AppendUint32(dst, crc32.Update(0, crcTable, dst[innerStart:]))
-	return s.seal(dst, start, s.now()), nil
+	envLen := Overhead + envelopeHeadersLen + innerLen
+	dst = grow(dst, envLen)[:start+envLen]
+	env := dst[start:]
+	inner := env[preludeLen+envelopeHeadersLen : envLen-4]
+	crc := putMessage(inner, m, hl, &s.innerPrelude)
+	// The CRC of the whole inner message, its own CRC included.
+	crc = crc32.Update(crc, crcTable, inner[innerLen-4:])
+	s.seal(env, s.now(), crc, true)
+	return dst, nil
 }
 
 // AppendPayload wraps payload, which is normally an encoded event message,
@@ -76,10 +80,11 @@ func (s *Signer) AppendPayload(dst, payload []byte) ([]byte, error) {
 		return dst, &LengthError{Err: ErrPayloadTooLarge, Length: int64(len(payload)), Limit: DefaultMaxPayloadLen}
 	}
 	start := len(dst)
-	dst = grow(dst, Overhead+envelopeHeadersLen+len(payload))
-	dst = dst[:start+preludeLen+envelopeHeadersLen]
-	dst = append(dst, payload...)
-	return s.seal(dst, start, s.now()), nil
+	envLen := Overhead + envelopeHeadersLen + len(payload)
+	dst = grow(dst, envLen)[:start+envLen]
+	copy(dst[start+preludeLen+envelopeHeadersLen:], payload)
+	s.seal(dst[start:], s.now(), 0, false)
+	return dst, nil
 }
 
 // AppendEnd appends the end frame: a signed envelope with an empty payload,
@@ -87,34 +92,51 @@ func (s *Signer) AppendPayload(dst, payload []byte) ([]byte, error) {
 // close the request body.
 func (s *Signer) AppendEnd(dst []byte) []byte {
 	start := len(dst)
-	dst = grow(dst, Overhead+envelopeHeadersLen)
-	dst = dst[:start+preludeLen+envelopeHeadersLen]
-	return s.seal(dst, start, s.now())
+	envLen := Overhead + envelopeHeadersLen
+	dst = grow(dst, envLen)[:start+envLen]
+	s.seal(dst[start:], s.now(), 0, false)
+	return dst
 }
 
 // PrevSignature returns the latest signature of the chain (the seed before
 // the first envelope), hex-encoded.
 func (s *Signer) PrevSignature() string { return string(s.chain.prevHex) }
 
-// seal fills in the prelude and headers of the envelope that starts at
-// dst[start:], whose payload already follows the reserved header space,
-// and appends its CRC.
-func (s *Signer) seal(dst []byte, start int, now time.Time) []byte {
+// crcCombineMin is the payload length from which combining the envelope's
+// CRC from the inner message's CRC is cheaper than a second CRC pass.
+const crcCombineMin = 8 << 10
+
+// seal signs the envelope env, whose payload is already in place between
+// the reserved prelude and header space and the 4 bytes of the message CRC,
+// and fills in everything but the payload. When hasCRC is set, payloadCRC
+// is the CRC-32 of the payload.
+func (s *Signer) seal(env []byte, now time.Time, payloadCRC uint32, hasCRC bool) {
+	const bodyStart = preludeLen + envelopeHeadersLen
 	ms := now.UnixMilli()
-	payload := dst[start+preludeLen+envelopeHeadersLen:]
+	payload := env[bodyStart : len(env)-4]
 	hash := sha256.Sum256(payload)
 	sig := s.chain.signature(ms, &hash)
+	s.chain.advance(&sig)
 
-	total := len(dst) - start + 4
-	b := dst[start:start:len(dst)]
-	b = appendPrelude(b, total, envelopeHeadersLen)
-	b = append(b, byte(len(DateHeader)))
-	b = append(b, DateHeader...)
-	b = append(b, byte(TypeTimestamp))
-	b = binary.BigEndian.AppendUint64(b, uint64(ms))
-	b = append(b, byte(len(ChunkSignatureHeader)))
-	b = append(b, ChunkSignatureHeader...)
-	b = append(b, byte(TypeBytes), 0, sha256.Size)
-	_ = append(b, sig[:]...)
-	return binary.BigEndian.AppendUint32(dst, crc32.Update(0, crcTable, dst[start:]))
+	s.envPrelude.put(env, len(env), envelopeHeadersLen)
+	h := env[preludeLen:bodyStart]
+	h[0] = byte(len(DateHeader))
+	copy(h[1:], DateHeader)
+	h[1+len(DateHeader)] = byte(TypeTimestamp)
+	binary.BigEndian.PutUint64(h[2+len(DateHeader):], uint64(ms))
+	h = h[dateHeaderLen:]
+	h[0] = byte(len(ChunkSignatureHeader))
+	copy(h[1:], ChunkSignatureHeader)
+	h = h[1+len(ChunkSignatureHeader):]
+	h[0] = byte(TypeBytes)
+	binary.BigEndian.PutUint16(h[1:], sha256.Size)
+	copy(h[3:], sig[:])
+
+	var crc uint32
+	if hasCRC && len(payload) >= crcCombineMin {
+		crc = crcCombine(crc32.Update(0, crcTable, env[:bodyStart]), payloadCRC, len(payload))
+	} else {
+		crc = crc32.Update(0, crcTable, env[:len(env)-4])
+	}
+	binary.BigEndian.PutUint32(env[len(env)-4:], crc)
 }

@@ -1,8 +1,9 @@
 package eventstream
 
 import (
-	"crypto/hmac"
+	"bytes"
 	"crypto/sha256"
+	"encoding"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -19,7 +20,7 @@ const (
 
 // envelopeHeadersLen is the encoded size of the :date header (15 bytes)
 // and the 32-byte :chunk-signature header (52 bytes).
-const envelopeHeadersLen = 15 + 52
+const envelopeHeadersLen = dateHeaderLen + 1 + len(ChunkSignatureHeader) + 1 + 2 + sha256.Size
 
 const (
 	dateHeaderLen = 1 + len(DateHeader) + 1 + 8
@@ -28,92 +29,229 @@ const (
 
 // chain holds what signing and verification share: the signing key for the
 // current day, an HMAC keyed with it, the previous signature and a scratch
-// buffer for the string to sign. Nothing here allocates once the key for
-// the day has been derived.
+// buffer for the string to sign. The parts of the string to sign that only
+// change once a second (the time stamp and the credential scope) and the
+// hash of the :date header, which changes once a millisecond, are cached.
+// Nothing here allocates once the key for the day has been derived.
 type chain struct {
 	secret  string
 	region  string
 	service string
 
-	keyDay  [8]byte // yyyymmdd of the derived key
-	key     [sha256.Size]byte
-	mac     hash.Hash
+	day     []byte            // yyyymmdd of the derived key; empty until one is
+	key     [sha256.Size]byte // the signing key for day
+	scratch []byte            // for key derivation
+	pad     [sha256.BlockSize]byte
+
+	// HMAC-SHA256 keyed with the signing key for day, computed with two
+	// SHA-256 states: inner starts from innerStart, the state after the
+	// inner pad and the first blocks of the string to sign, which only
+	// change once a second; outer starts from outerStart, the state after
+	// the outer pad.
+	inner, outer hash.Hash
+	innerPad     []byte // marshaled state after the inner pad
+	innerStart   []byte // marshaled state after the inner pad and sts[:startLen]
+	outerStart   []byte // marshaled state after the outer pad
+	startLen     int
+
+	// sts[:prefixLen] is the string to sign up to the previous signature
+	// for the second prefixSec.
+	sts       []byte
+	prefixLen int
+	prefixSec int64
+	hasPrefix bool
+
+	dateMs   int64 // :date of dateHash
+	dateHash [sha256.Size]byte
+	hasDate  bool
+
 	prevHex []byte // hex of the previous signature; the seed at first
-	sts     []byte
 	sum     [sha256.Size]byte
 }
 
 func newChain(secret, region, service string, seed []byte) chain {
 	c := chain{secret: secret, region: region, service: service}
+	// Room for the string to sign and the three saved SHA-256 states
+	// (108 bytes each), so that they never grow.
+	c.sts = make([]byte, 0, 256+len(region)+len(service)+hex.EncodedLen(len(seed)))
+	states := make([]byte, 3*128)
+	c.innerPad, c.innerStart, c.outerStart = states[0:0:128], states[128:128:256], states[256:256:384]
 	c.prevHex = make([]byte, hex.EncodedLen(len(seed)), max(hex.EncodedLen(len(seed)), 2*sha256.Size))
 	hex.Encode(c.prevHex, seed)
 	return c
 }
 
-// signature computes the chunk signature of an envelope whose :date is
-// ms milliseconds since the epoch and whose payload hashes to payloadHash.
-// It advances the chain.
+// dateHeaderHash returns the SHA-256 of the encoded :date header for ms
+// milliseconds since the epoch: the "header hash" of an event's string to
+// sign.
+func (c *chain) dateHeaderHash(ms int64) *[sha256.Size]byte {
+	if !c.hasDate || c.dateMs != ms {
+		var b [dateHeaderLen]byte
+		encodeDateHeader(&b, ms)
+		c.dateHash = sha256.Sum256(b[:])
+		c.dateMs, c.hasDate = ms, true
+	}
+	return &c.dateHash
+}
+
+// signature computes the chunk signature of an envelope whose :date is ms
+// milliseconds since the epoch and whose payload hashes to payloadHash,
+// without advancing the chain.
 func (c *chain) signature(ms int64, payloadHash *[sha256.Size]byte) [sha256.Size]byte {
-	var dateHeader [dateHeaderLen]byte
-	encodeDateHeader(&dateHeader, ms)
-	dateHash := sha256.Sum256(dateHeader[:])
-	return c.sign(time.UnixMilli(ms), &dateHash, payloadHash)
+	return c.compute(time.UnixMilli(ms), c.dateHeaderHash(ms), payloadHash)
 }
 
 // sign computes the signature for STS time t (truncated to seconds), the
-// hash of the envelope's :date header bytes and the hash of its payload,
-// and advances the chain.
+// hash of the envelope's header bytes and the hash of its payload, and
+// advances the chain.
 func (c *chain) sign(t time.Time, headerHash, payloadHash *[sha256.Size]byte) [sha256.Size]byte {
-	t = t.UTC()
-	var day [8]byte
-	appendDay(day[:0], t)
-	if c.mac == nil || day != c.keyDay {
-		c.key = deriveKey(c.secret, day[:], c.region, c.service)
-		c.keyDay = day
-		c.mac = hmac.New(sha256.New, c.key[:])
-	}
+	sig := c.compute(t, headerHash, payloadHash)
+	c.advance(&sig)
+	return sig
+}
 
-	s := c.sts[:0]
-	s = append(s, stsAlgorithm...)
+// advance makes sig the previous signature of the next event.
+func (c *chain) advance(sig *[sha256.Size]byte) {
+	c.prevHex = c.prevHex[:2*sha256.Size]
+	putHex32(c.prevHex, sig)
+}
+
+// compute returns the signature for STS time t, the header hash and the
+// payload hash, chained from the previous signature. The string to sign is
+// left in c.sts.
+func (c *chain) compute(t time.Time, headerHash, payloadHash *[sha256.Size]byte) [sha256.Size]byte {
+	if sec := t.Unix(); !c.hasPrefix || sec != c.prefixSec {
+		c.setPrefix(t)
+		c.prefixSec, c.hasPrefix = sec, true
+	}
+	// prefix, previous signature, header hash, payload hash.
+	n := c.prefixLen + len(c.prevHex) + 2*(1+2*sha256.Size)
+	if cap(c.sts) < n {
+		c.sts = append(c.sts[:c.prefixLen], make([]byte, n-c.prefixLen)...)
+	}
+	s := c.sts[:n]
+	off := c.prefixLen + copy(s[c.prefixLen:], c.prevHex)
+	s[off] = '\n'
+	putHex32(s[off+1:], headerHash)
+	off += 1 + 2*sha256.Size
+	s[off] = '\n'
+	putHex32(s[off+1:], payloadHash)
+	c.sts = s
+
+	restore(c.inner, c.innerStart)
+	c.inner.Write(s[c.startLen:])
+	c.inner.Sum(c.sum[:0])
+	restore(c.outer, c.outerStart)
+	c.outer.Write(c.sum[:])
+	c.outer.Sum(c.sum[:0])
+	return c.sum
+}
+
+// snapshot appends the marshaled state of h to b.
+func snapshot(b []byte, h hash.Hash) []byte {
+	b, err := h.(encoding.BinaryAppender).AppendBinary(b)
+	if err != nil {
+		panic("eventstream: cannot save SHA-256 state: " + err.Error())
+	}
+	return b
+}
+
+// restore sets the state of h to one saved by snapshot.
+func restore(h hash.Hash, state []byte) {
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state); err != nil {
+		panic("eventstream: cannot restore SHA-256 state: " + err.Error())
+	}
+}
+
+// setKey derives the signing key for day and prepares the HMAC states.
+// The derivation reuses the chain's two SHA-256 states, so it allocates
+// nothing after the first time.
+func (c *chain) setKey(day []byte) {
+	c.day = append(c.day[:0], day...)
+	if c.inner == nil {
+		c.inner, c.outer = sha256.New(), sha256.New()
+	}
+	// kSigning = HMAC(HMAC(HMAC(HMAC("AWS4"+secret, day), region), service), "aws4_request")
+	key := &c.key
+	buf := append(c.scratch[:0], "AWS4"...)
+	buf = append(buf, c.secret...)
+	c.hmacSum(key, buf, c.day)
+	buf = append(buf[:0], c.region...)
+	c.hmacSum(key, key[:], buf)
+	buf = append(buf[:0], c.service...)
+	c.hmacSum(key, key[:], buf)
+	buf = append(buf[:0], "aws4_request"...)
+	c.hmacSum(key, key[:], buf)
+	clear(buf[:cap(buf)]) // the secret
+	c.scratch = buf[:0]
+
+	c.setPads(key[:])
+	c.innerPad = snapshot(c.innerPad[:0], c.inner)
+	c.outerStart = snapshot(c.outerStart[:0], c.outer)
+}
+
+// setPads resets the inner and outer states and feeds them the HMAC-SHA256
+// inner and outer pads of key.
+func (c *chain) setPads(key []byte) {
+	pad := &c.pad
+	*pad = [sha256.BlockSize]byte{}
+	if len(key) > sha256.BlockSize {
+		c.inner.Reset()
+		c.inner.Write(key)
+		c.inner.Sum(pad[:0])
+	} else {
+		copy(pad[:], key)
+	}
+	for i := range pad {
+		pad[i] ^= 0x36
+	}
+	c.inner.Reset()
+	c.inner.Write(pad[:])
+	for i := range pad {
+		pad[i] ^= 0x36 ^ 0x5c
+	}
+	c.outer.Reset()
+	c.outer.Write(pad[:])
+}
+
+// hmacSum sets out to HMAC-SHA256(key, data), using the chain's SHA-256
+// states. out may alias key.
+func (c *chain) hmacSum(out *[sha256.Size]byte, key, data []byte) {
+	c.setPads(key)
+	c.inner.Write(data)
+	c.inner.Sum(c.sum[:0])
+	c.outer.Write(c.sum[:])
+	c.outer.Sum(out[:0])
+}
+
+// setPrefix formats the part of the string to sign that depends on the
+// second of t, and derives the signing key when the day changes. Times are
+// formatted as time.Format does, as the AWS SDK for Go does, even for years
+// outside 0..9999.
+func (c *chain) setPrefix(t time.Time) {
+	t = t.UTC()
+	s := append(c.sts[:0], stsAlgorithm...)
 	s = append(s, '\n')
-	s = appendISO8601(s, t)
+	s = t.AppendFormat(s, "20060102T150405Z")
 	s = append(s, '\n')
-	s = append(s, day[:]...)
+	dayStart := len(s)
+	s = t.AppendFormat(s, "20060102")
+	if day := s[dayStart:]; len(c.day) == 0 || !bytes.Equal(day, c.day) {
+		c.setKey(day)
+	}
 	s = append(s, '/')
 	s = append(s, c.region...)
 	s = append(s, '/')
 	s = append(s, c.service...)
 	s = append(s, "/aws4_request\n"...)
-	s = append(s, c.prevHex...)
-	s = append(s, '\n')
-	s = hex.AppendEncode(s, headerHash[:])
-	s = append(s, '\n')
-	s = hex.AppendEncode(s, payloadHash[:])
+	c.prefixLen = len(s)
 	c.sts = s
 
-	c.mac.Reset()
-	c.mac.Write(s)
-	var sig [sha256.Size]byte
-	c.mac.Sum(c.sum[:0])
-	sig = c.sum
-	c.prevHex = hex.AppendEncode(c.prevHex[:0], sig[:])
-	return sig
-}
-
-// deriveKey computes the SigV4 signing key for one day, region and service.
-func deriveKey(secret string, day []byte, region, service string) [sha256.Size]byte {
-	k := hmacSum([]byte("AWS4"+secret), day)
-	k = hmacSum(k[:], []byte(region))
-	k = hmacSum(k[:], []byte(service))
-	return hmacSum(k[:], []byte("aws4_request"))
-}
-
-func hmacSum(key, data []byte) [sha256.Size]byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(data)
-	var out [sha256.Size]byte
-	m.Sum(out[:0])
-	return out
+	// Hash the whole blocks of the prefix once for this second.
+	c.startLen = len(s) / sha256.BlockSize * sha256.BlockSize
+	restore(c.inner, c.innerPad)
+	c.inner.Write(s[:c.startLen])
+	c.innerStart = snapshot(c.innerStart[:0], c.inner)
 }
 
 func encodeDateHeader(b *[dateHeaderLen]byte, ms int64) {
@@ -123,28 +261,28 @@ func encodeDateHeader(b *[dateHeaderLen]byte, ms int64) {
 	binary.BigEndian.PutUint64(b[2+len(DateHeader):], uint64(ms))
 }
 
-// appendDay appends t as yyyymmdd.
-func appendDay(b []byte, t time.Time) []byte {
-	y, m, d := t.Date()
-	b = append4(b, y)
-	b = append2(b, int(m))
-	return append2(b, d)
+// putHex32 writes the lowercase hexadecimal form of a SHA-256 sum into
+// the first 64 bytes of dst. It converts four bytes at a time with integer
+// arithmetic, which is several times faster than a table lookup per byte.
+func putHex32(dst []byte, src *[sha256.Size]byte) {
+	dst = dst[:2*sha256.Size]
+	for i := 0; i < sha256.Size; i += 4 {
+		binary.BigEndian.PutUint64(dst[2*i:], hexDigits(binary.BigEndian.Uint32(src[i:])))
+	}
 }
 
-// appendISO8601 appends t as yyyymmddThhmmssZ.
-func appendISO8601(b []byte, t time.Time) []byte {
-	b = appendDay(b, t)
-	b = append(b, 'T')
-	b = append2(b, t.Hour())
-	b = append2(b, t.Minute())
-	b = append2(b, t.Second())
-	return append(b, 'Z')
-}
-
-func append2(b []byte, v int) []byte { return append(b, byte('0'+v/10), byte('0'+v%10)) }
-
-func append4(b []byte, v int) []byte {
-	return append(b, byte('0'+v/1000%10), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
+// hexDigits returns the eight ASCII hex digits of v, most significant
+// first when stored big-endian.
+func hexDigits(v uint32) uint64 {
+	// Spread the four bytes into 16-bit lanes, then each byte's two
+	// nibbles into the two bytes of its lane.
+	x := uint64(v)
+	x = (x | x<<16) & 0x0000ffff0000ffff
+	x = (x | x<<8) & 0x00ff00ff00ff00ff
+	x = (x | x<<4) & 0x0f0f0f0f0f0f0f0f
+	// Each byte n in 0..15 becomes '0'+n, plus 'a'-'0'-10 when n > 9.
+	letters := ((x + 0x0606060606060606) >> 4) & 0x0101010101010101
+	return x + 0x3030303030303030 + letters*('a'-'0'-10)
 }
 
 // SeedFromAuthorization returns the request signature carried by a SigV4

@@ -26,6 +26,7 @@ const (
 
 var typeNames = [...]string{"bool", "bool", "byte", "int16", "int32", "int64", "bytes", "string", "timestamp", "uuid"}
 
+// String returns the name of the type ("bool", "int32", "string", ...).
 func (t ValueType) String() string {
 	if int(t) < len(typeNames) {
 		return typeNames[t]
@@ -131,7 +132,7 @@ func (v Value) String() string {
 
 // encodedLen returns the number of bytes the value occupies after its type
 // byte, or -1 when it cannot be encoded.
-func (v Value) encodedLen() int {
+func (v *Value) encodedLen() int {
 	switch v.Type {
 	case TypeBoolTrue, TypeBoolFalse:
 		return 0

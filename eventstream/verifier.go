@@ -48,6 +48,8 @@ func NewVerifier(creds aws.Credentials, region, service string, seed []byte, opt
 // message, or an empty slice for the end frame, after which [Verifier.Ended]
 // reports true and any further envelope is an error. A failure is a
 // [*SignatureError]; a wrong signature matches [ErrSignatureMismatch].
+// A rejected envelope does not advance the chain: the next call still
+// expects the envelope that should have come.
 func (v *Verifier) Verify(m *Message) ([]byte, error) {
 	idx := v.index
 	if v.ended {
@@ -74,6 +76,7 @@ func (v *Verifier) Verify(m *Message) ([]byte, error) {
 	if !hmac.Equal(want[:], got.Bytes) {
 		return nil, &SignatureError{Index: idx, Reason: "chunk signature does not match", Err: ErrSignatureMismatch}
 	}
+	v.chain.advance(&want)
 	v.index++
 	if len(m.Payload) == 0 {
 		v.ended = true
