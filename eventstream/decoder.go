@@ -18,6 +18,11 @@ type DecoderOptions struct {
 	// MaxHeadersLen is the largest header block accepted. Zero means
 	// DefaultMaxHeadersLen (128 KiB).
 	MaxHeadersLen int
+	// MaxHeaders is the largest number of headers in one message. Zero
+	// means DefaultMaxHeaders (1024, the limit of aws-c-event-stream): a
+	// 128 KiB header block of tiny headers would otherwise decode into
+	// tens of thousands of entries.
+	MaxHeaders int
 }
 
 // A Decoder reads messages from an io.Reader.
@@ -51,6 +56,9 @@ func NewDecoder(r io.Reader, optFns ...func(*DecoderOptions)) *Decoder {
 	}
 	if d.opts.MaxHeadersLen <= 0 {
 		d.opts.MaxHeadersLen = DefaultMaxHeadersLen
+	}
+	if d.opts.MaxHeaders <= 0 {
+		d.opts.MaxHeaders = DefaultMaxHeaders
 	}
 	return d
 }
@@ -90,7 +98,7 @@ func (d *Decoder) Decode() (*Message, error) {
 		return nil, d.truncated(err)
 	}
 	frame := d.buf[d.start : d.start+total]
-	if err := decodeFrame(frame, headersLen, &d.msg, &d.names); err != nil {
+	if err := decodeFrame(frame, headersLen, d.opts.MaxHeaders, &d.msg, &d.names); err != nil {
 		return nil, err
 	}
 	d.start += total
@@ -192,13 +200,13 @@ func checkPrelude(p []byte, opts DecoderOptions) (total, headersLen int, err err
 }
 
 // decodeFrame checks the message CRC of a whole frame and parses it into m.
-func decodeFrame(frame []byte, headersLen int, m *Message, names *nameCache) error {
+func decodeFrame(frame []byte, headersLen, maxHeaders int, m *Message, names *nameCache) error {
 	total := len(frame)
 	want := binary.BigEndian.Uint32(frame[total-4:])
 	if got := crc32.Update(0, crcTable, frame[:total-4]); got != want {
 		return &ChecksumError{Checksum: MessageChecksum, Want: want, Got: got}
 	}
-	h, err := decodeHeaders(frame[preludeLen:preludeLen+headersLen], m.Headers, names)
+	h, err := decodeHeaders(frame[preludeLen:preludeLen+headersLen], m.Headers, maxHeaders, names)
 	m.Headers = h
 	if err != nil {
 		return err
@@ -226,5 +234,5 @@ func Unmarshal(b []byte, m *Message) error {
 	if total < len(b) {
 		return &LengthError{Err: ErrInvalidLength, Length: int64(len(b)), Limit: int64(total)}
 	}
-	return decodeFrame(b, headersLen, m, nil)
+	return decodeFrame(b, headersLen, DefaultMaxHeaders, m, nil)
 }

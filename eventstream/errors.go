@@ -19,6 +19,10 @@ var (
 	// not fit in the total length.
 	ErrInvalidLength = errors.New("eventstream: invalid message length")
 
+	// ErrTooManyHeaders reports a message with more headers than the
+	// decoder's MaxHeaders.
+	ErrTooManyHeaders = errors.New("eventstream: too many headers")
+
 	// ErrInvalidHeader reports a malformed header: an empty or over-long
 	// name, an unknown value type, a value that runs past the header block,
 	// or a value too long to encode.
@@ -32,9 +36,9 @@ var (
 	ErrStreamEnded = errors.New("eventstream: message after end of stream")
 )
 
-// LengthError reports a length in a prelude that breaks a limit. It matches
-// one of [ErrPayloadTooLarge], [ErrHeadersTooLarge] or [ErrInvalidLength]
-// through errors.Is.
+// LengthError reports a length or count that breaks a limit. It matches
+// one of [ErrPayloadTooLarge], [ErrHeadersTooLarge], [ErrInvalidLength] or
+// [ErrTooManyHeaders] through errors.Is.
 type LengthError struct {
 	Err    error // the sentinel this error matches
 	Length int64 // the length found in the prelude

@@ -128,11 +128,14 @@ func AppendHeaders(dst []byte, h Headers) ([]byte, error) {
 // previous contents reuses that string, so a stream whose messages repeat
 // their headers decodes without allocating; other names are interned
 // through names when it is not nil.
-func decodeHeaders(b []byte, h Headers, names *nameCache) (Headers, error) {
+func decodeHeaders(b []byte, h Headers, maxHeaders int, names *nameCache) (Headers, error) {
 	prev := h[:cap(h)]
 	h = h[:0]
 	off := 0
 	for off < len(b) {
+		if len(h) == maxHeaders {
+			return h, &LengthError{Err: ErrTooManyHeaders, Length: int64(len(h) + 1), Limit: int64(maxHeaders)}
+		}
 		start := off
 		nl := int(b[off])
 		off++

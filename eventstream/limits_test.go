@@ -522,3 +522,37 @@ func TestSignerZeroAllocs(t *testing.T) {
 		t.Errorf("sign + Unmarshal + Verify: %v allocations", a)
 	}
 }
+
+// TestTooManyHeaders checks the header-count bound: a header block of
+// 1-byte-named boolean headers, the densest there is, is refused past
+// MaxHeaders, and accepted at the limit.
+func TestTooManyHeaders(t *testing.T) {
+	frame := func(n int) []byte {
+		m := Message{}
+		for i := range n {
+			m.Headers = append(m.Headers, Header{Name: string(rune('a' + i%26)), Value: BoolValue(true)})
+		}
+		b, err := AppendMessage(nil, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	d := NewDecoder(bytes.NewReader(frame(10)), func(o *DecoderOptions) { o.MaxHeaders = 10 })
+	if m, err := d.Decode(); err != nil || len(m.Headers) != 10 {
+		t.Fatalf("10 headers at MaxHeaders 10: %v", err)
+	}
+	d = NewDecoder(bytes.NewReader(frame(11)), func(o *DecoderOptions) { o.MaxHeaders = 10 })
+	_, err := d.Decode()
+	var le *LengthError
+	if !errors.Is(err, ErrTooManyHeaders) || !errors.As(err, &le) || le.Limit != 10 {
+		t.Fatalf("11 headers at MaxHeaders 10: %v", err)
+	}
+	var m Message
+	if err := Unmarshal(frame(DefaultMaxHeaders+1), &m); !errors.Is(err, ErrTooManyHeaders) {
+		t.Fatalf("Unmarshal of %d headers: %v", DefaultMaxHeaders+1, err)
+	}
+	if err := Unmarshal(frame(DefaultMaxHeaders), &m); err != nil {
+		t.Fatalf("Unmarshal of %d headers: %v", DefaultMaxHeaders, err)
+	}
+}

@@ -18,6 +18,9 @@ const (
 	// DefaultMaxHeadersLen is the largest header block accepted by default:
 	// 128 KiB, the limit of the event-stream specification.
 	DefaultMaxHeadersLen = 128 << 10
+	// DefaultMaxHeaders is the largest number of headers in one message
+	// accepted by default: 1024, the limit of aws-c-event-stream.
+	DefaultMaxHeaders = 1024
 )
 
 // Message is one event-stream message.
