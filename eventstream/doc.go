@@ -12,8 +12,8 @@
 // A [Decoder] reads messages from an io.Reader. It reuses its buffers, so a
 // decoded message, its headers and its payload are valid only until the next
 // call to [Decoder.Decode]. Lengths are checked against [DecoderOptions]
-// limits from the 12-byte prelude, before anything else is read or
-// allocated; each violation has its own error ([ErrPayloadTooLarge],
+// limits from the 12-byte prelude, before the rest of the message is
+// buffered or any buffer is grown for it; each violation has its own error ([ErrPayloadTooLarge],
 // [ErrHeadersTooLarge], [ErrInvalidLength]). Within the limits, the
 // decoder's buffer grows with the bytes that actually arrive, never
 // straight to the length a prelude claims. A CRC mismatch is a

@@ -6,9 +6,10 @@ import (
 )
 
 var (
-	// ErrPayloadTooLarge reports a message whose payload exceeds the
-	// decoder's MaxPayloadLen, or an encoded message whose payload exceeds
-	// MaxPayloadLen.
+	// ErrPayloadTooLarge reports a received message whose payload exceeds
+	// the decoder's MaxPayloadLen, or a message to encode whose payload
+	// exceeds DefaultMaxPayloadLen (for a signed envelope, whose payload is
+	// the whole encoded inner message).
 	ErrPayloadTooLarge = errors.New("eventstream: payload too large")
 
 	// ErrHeadersTooLarge reports a header block longer than MaxHeadersLen.

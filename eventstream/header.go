@@ -68,6 +68,10 @@ func headerEncodeError(off int, x *Header) error {
 	if len(x.Name) == 0 || len(x.Name) > MaxNameLen {
 		return &HeaderError{Offset: off, Name: x.Name, Reason: "name length " + strconv.Itoa(len(x.Name)) + " outside 1..255"}
 	}
+	switch x.Value.Type {
+	case TypeByte, TypeInt16, TypeInt32:
+		return &HeaderError{Offset: off, Name: x.Name, Reason: "value " + strconv.FormatInt(x.Value.Int, 10) + " out of range for " + x.Value.Type.String()}
+	}
 	return &HeaderError{Offset: off, Name: x.Name, Reason: "cannot encode " + x.Value.Type.String() + " value of length " + strconv.Itoa(len(x.Value.Bytes))}
 }
 

@@ -299,6 +299,9 @@ func TestEncoderRejects(t *testing.T) {
 		{"32768-byte bytes", Header{"b", BytesValue(make([]byte, MaxValueLen+1))}},
 		{"15-byte uuid", Header{"u", Value{Type: TypeUUID, Bytes: make([]byte, 15)}}},
 		{"unknown type", Header{"t", Value{Type: 10}}},
+		{"byte 300", Header{"b", Value{Type: TypeByte, Int: 300}}},
+		{"int16 -40000", Header{"s", Value{Type: TypeInt16, Int: -40000}}},
+		{"int32 1<<31", Header{"i", Value{Type: TypeInt32, Int: 1 << 31}}},
 	}
 	s := NewSigner(sagemakerCreds, "us-west-2", "sagemaker", nil)
 	for _, tt := range tests {

@@ -137,10 +137,19 @@ func (v *Value) encodedLen() int {
 	case TypeBoolTrue, TypeBoolFalse:
 		return 0
 	case TypeByte:
+		if v.Int != int64(int8(v.Int)) {
+			return -1
+		}
 		return 1
 	case TypeInt16:
+		if v.Int != int64(int16(v.Int)) {
+			return -1
+		}
 		return 2
 	case TypeInt32:
+		if v.Int != int64(int32(v.Int)) {
+			return -1
+		}
 		return 4
 	case TypeInt64, TypeTimestamp:
 		return 8

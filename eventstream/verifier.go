@@ -14,7 +14,9 @@ type VerifierOptions struct {
 	// Now returns the current time, used with MaxSkew. Nil means time.Now.
 	Now func() time.Time
 	// MaxSkew, when positive, rejects envelopes whose :date is further
-	// than this from Now. Zero disables the check.
+	// than this from Now, with a [*SignatureError] that matches
+	// [ErrSignatureMismatch] (a stale date invalidates the signature, as
+	// for SigV4 requests). Zero disables the check.
 	MaxSkew time.Duration
 }
 
