@@ -268,8 +268,8 @@ func TestPipeFail(t *testing.T) {
 // TestEncodePartAllocs: encoding a part allocates nothing once the
 // session's buffers have grown.
 func TestEncodePartAllocs(t *testing.T) {
-	o := Options{Padding: BucketPadding{}, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}
-	s := &Session{opts: &o}
+	c := &Client{options: Options{Padding: BucketPadding{}, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}}
+	s := &Session{c: c, opts: &c.options}
 	data := make([]byte, 256)
 	s.encodePart(Part{Data: data, Complete: true})
 	if n := testing.AllocsPerRun(100, func() {
@@ -278,5 +278,21 @@ func TestEncodePartAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("encodePart allocates %v times", n)
+	}
+}
+
+// TestEncodePartContentType: like aws-sdk-go-v2, a part without payload
+// carries no :content-type (WIRE.md §4.1); a part with payload does.
+func TestEncodePartContentType(t *testing.T) {
+	c := &Client{options: Options{Padding: NoPadding{}}}
+	s := &Session{c: c, opts: &c.options}
+	for _, data := range [][]byte{nil, {}, []byte("x")} {
+		if err := s.encodePart(Part{Data: data, Complete: true}); err != nil {
+			t.Fatal(err)
+		}
+		_, has := s.msg.Headers.Get(wire.ContentTypeHeader)
+		if want := len(data) > 0; has != want {
+			t.Errorf("%d-byte part: :content-type present %v, want %v", len(data), has, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net/http"
 	"net/url"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
@@ -23,6 +24,10 @@ type Client struct {
 	err       error    // configuration error, returned by Open
 	userAgent string
 	logOn     bool // a log mode is set and the logger is not logging.Nop
+
+	// padMu serialises the reads of Options.PaddingSource, which the
+	// client's sessions share.
+	padMu sync.Mutex
 }
 
 // NewFromConfig returns a Client configured from cfg (region, credentials,

@@ -65,8 +65,10 @@ type ModelStreamError struct {
 }
 
 // Error implements the error interface.
-func (e *ModelStreamError) Error() string {
-	return formatAPIError(codeModelStreamError, 0, e.Message, e.ErrorCode_, "")
+func (e *ModelStreamError) Error() string { return e.format(0) }
+
+func (e *ModelStreamError) format(status int) string {
+	return formatAPIError(codeModelStreamError, status, e.Message, e.ErrorCode_, "")
 }
 
 // ErrorCode returns "ModelStreamError".
@@ -85,8 +87,10 @@ type InternalStreamFailure struct {
 }
 
 // Error implements the error interface.
-func (e *InternalStreamFailure) Error() string {
-	return formatAPIError(codeInternalStreamFailure, 0, e.Message, "", "")
+func (e *InternalStreamFailure) Error() string { return e.format(0) }
+
+func (e *InternalStreamFailure) format(status int) string {
+	return formatAPIError(codeInternalStreamFailure, status, e.Message, "", "")
 }
 
 // ErrorCode returns "InternalStreamFailure".
@@ -113,12 +117,14 @@ type ModelError struct {
 }
 
 // Error implements the error interface.
-func (e *ModelError) Error() string {
+func (e *ModelError) Error() string { return e.format(424) }
+
+func (e *ModelError) format(status int) string {
 	var extra string
 	if e.OriginalStatusCode != 0 {
 		extra = "original status " + strconv.Itoa(e.OriginalStatusCode)
 	}
-	return formatAPIError(codeModelError, 424, e.Message, e.ErrorCode_, extra)
+	return formatAPIError(codeModelError, status, e.Message, e.ErrorCode_, extra)
 }
 
 // ErrorCode returns "ModelError".
@@ -143,11 +149,13 @@ type InputValidationError struct {
 }
 
 // Error implements the error interface.
-func (e *InputValidationError) Error() string {
+func (e *InputValidationError) Error() string { return e.format(400) }
+
+func (e *InputValidationError) format(status int) string {
 	if e.Field != "" {
 		return "bidi: InputValidationError: " + e.Field + ": " + cleanText(e.Message)
 	}
-	return formatAPIError(codeInputValidationError, 400, e.Message, e.ErrorCode_, "")
+	return formatAPIError(codeInputValidationError, status, e.Message, e.ErrorCode_, "")
 }
 
 // ErrorCode returns "InputValidationError".
@@ -167,8 +175,10 @@ type InternalServerError struct {
 }
 
 // Error implements the error interface.
-func (e *InternalServerError) Error() string {
-	return formatAPIError(codeInternalServerError, 500, e.Message, e.ErrorCode_, "")
+func (e *InternalServerError) Error() string { return e.format(500) }
+
+func (e *InternalServerError) format(status int) string {
+	return formatAPIError(codeInternalServerError, status, e.Message, e.ErrorCode_, "")
 }
 
 // ErrorCode returns "InternalServerError".
@@ -189,8 +199,10 @@ type ServiceUnavailableError struct {
 }
 
 // Error implements the error interface.
-func (e *ServiceUnavailableError) Error() string {
-	return formatAPIError(codeServiceUnavailableError, 503, e.Message, e.ErrorCode_, "")
+func (e *ServiceUnavailableError) Error() string { return e.format(503) }
+
+func (e *ServiceUnavailableError) format(status int) string {
+	return formatAPIError(codeServiceUnavailableError, status, e.Message, e.ErrorCode_, "")
 }
 
 // ErrorCode returns "ServiceUnavailableError".
@@ -449,6 +461,15 @@ var (
 	_ smithy.APIError = (*ServiceUnavailableError)(nil)
 	_ smithy.APIError = (*StreamError)(nil)
 	_ smithy.APIError = (*ResponseError)(nil)
+
+	// ResponseError.Error formats every modeled error with the status it
+	// came with.
+	_ modeledFormatter = (*ModelStreamError)(nil)
+	_ modeledFormatter = (*InternalStreamFailure)(nil)
+	_ modeledFormatter = (*ModelError)(nil)
+	_ modeledFormatter = (*InputValidationError)(nil)
+	_ modeledFormatter = (*InternalServerError)(nil)
+	_ modeledFormatter = (*ServiceUnavailableError)(nil)
 )
 
 // ResponseError is returned when the service answers the request with a
@@ -474,10 +495,17 @@ type ResponseError struct {
 	Err error
 }
 
-// Error implements the error interface.
+// modeledFormatter is implemented by the modeled error types: format
+// builds the Error string with the given HTTP status (0 for none).
+type modeledFormatter interface{ format(status int) string }
+
+// Error implements the error interface. A modeled error is described with
+// the status the service actually sent, which need not be its modeled one.
 func (e *ResponseError) Error() string {
 	var s string
-	if e.Err != nil {
+	if f, ok := e.Err.(modeledFormatter); ok {
+		s = f.format(e.StatusCode)
+	} else if e.Err != nil {
 		s = e.Err.Error()
 	} else {
 		var b strings.Builder

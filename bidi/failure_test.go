@@ -1,7 +1,9 @@
 package bidi_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -448,5 +450,141 @@ func TestErrorStringsHideEchoedContent(t *testing.T) {
 	}
 	if err == nil || strings.Contains(err.Error(), "SECRET-ECHO") {
 		t.Fatalf("error %q", err)
+	}
+}
+
+// TestSendCauseBehindUndeliveredMessages: the service sends more messages
+// than the session reads ahead of Recv, then a ModelStreamError, and ends
+// the stream while the caller receives nothing. Send and CloseSend return
+// the typed cause, not a stand-in: at once when the cause is within the
+// session's look-ahead, else once Recv has reached it.
+func TestSendCauseBehindUndeliveredMessages(t *testing.T) {
+	isMSE := func(err error) bool {
+		var mse *bidi.ModelStreamError
+		return errors.As(err, &mse) && mse.ErrorCode_ == "E" && mse.Message == "container died"
+	}
+	// firstSendError sends until Send fails (the stream is over) and
+	// returns that error.
+	firstSendError := func(t *testing.T, ctx context.Context, sess *bidi.Session) error {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if err := sess.Send(ctx, bidi.Text("x")); err != nil {
+				return err
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("Send kept succeeding after the stream ended")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// drain receives n messages and then expects the ModelStreamError.
+	drain := func(t *testing.T, ctx context.Context, sess *bidi.Session, n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			if m, err := sess.Recv(ctx); err != nil || string(m.Data) != fmt.Sprint(i) {
+				t.Fatalf("Recv %d = %q, %v", i, m.Data, err)
+			}
+		}
+		if _, err := sess.Recv(ctx); !isMSE(err) {
+			t.Fatalf("Recv after the messages = %v, want *ModelStreamError", err)
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		messages int
+		atOnce   bool // the cause is within the look-ahead
+	}{
+		{"within look-ahead", 40, true},
+		{"beyond look-ahead", 100, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+				for i := 0; i < tc.messages; i++ {
+					st.Send(bidi.Text(fmt.Sprint(i)))
+				}
+				st.SendModelStreamError("E", "container died")
+			}))
+			ctx := testCtx(t)
+			sess := open(t, srv.Client(), ctx)
+			err := firstSendError(t, ctx, sess)
+			if tc.atOnce {
+				if !isMSE(err) {
+					t.Fatalf("Send before Recv = %v, want *ModelStreamError", err)
+				}
+				if err := sess.CloseSend(); !isMSE(err) {
+					t.Fatalf("CloseSend before Recv = %v, want *ModelStreamError", err)
+				}
+			} else if !errors.Is(err, bidi.ErrStreamEnded) {
+				t.Fatalf("Send before Recv = %v, want ErrStreamEnded", err)
+			}
+			drain(t, ctx, sess, tc.messages)
+			if err := sess.Send(ctx, bidi.Text("x")); !isMSE(err) {
+				t.Fatalf("Send after Recv = %v, want *ModelStreamError", err)
+			}
+			if err := sess.CloseSend(); !isMSE(err) {
+				t.Fatalf("CloseSend after Recv = %v, want *ModelStreamError", err)
+			}
+		})
+	}
+}
+
+// TestUnexpectedPartValuesLenient: a PayloadPart whose DataType or
+// CompletionState is outside the model's values does not end the stream:
+// anything but UTF8 is binary, anything but PARTIAL completes the message.
+func TestUnexpectedPartValuesLenient(t *testing.T) {
+	part := func(dataType, state, payload string) *eventstream.Message {
+		return &eventstream.Message{Headers: eventstream.Headers{
+			{Name: wire.DataTypeHeader, Value: eventstream.StringValue(dataType)},
+			{Name: wire.CompletionStateHeader, Value: eventstream.StringValue(state)},
+			{Name: wire.EventTypeHeader, Value: eventstream.StringValue("PayloadPart")},
+			{Name: wire.MessageTypeHeader, Value: eventstream.StringValue("event")},
+		}, Payload: []byte(payload)}
+	}
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.SendMessage(part("TEXT", "COMPLETE", "a"))
+		st.SendMessage(part("UTF8", "PARTIAL", "b1"))
+		st.SendMessage(part("UTF8", "DONE", "b2"))
+		st.SendMessage(part("utf8", "partial", "c"))
+		st.Send(bidi.Text("known"))
+	}))
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(), ctx)
+	for _, want := range []bidi.Message{
+		bidi.Binary([]byte("a")), bidi.Text("b1b2"), bidi.Binary([]byte("c")), bidi.Text("known"),
+	} {
+		m, err := sess.Recv(ctx)
+		if err != nil || string(m.Data) != string(want.Data) || m.Type != want.Type {
+			t.Fatalf("Recv = %q (%v), %v; want %q (%v)", m.Data, m.Type, err, want.Data, want.Type)
+		}
+	}
+	if _, err := sess.Recv(ctx); err != io.EOF {
+		t.Fatalf("Recv = %v, want io.EOF", err)
+	}
+}
+
+// TestResponseErrorShowsActualStatus: a modeled error that comes with
+// another status than its modeled one is described with the status the
+// service sent.
+func TestResponseErrorShowsActualStatus(t *testing.T) {
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.Fail(400, "ModelError", map[string]any{"Message": "bad model input"})
+	}))
+	ctx := testCtx(t)
+	sess, err := srv.Client(noRetry).Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
+	if err == nil {
+		_, err = sess.Response(ctx)
+		sess.Close()
+	}
+	var re *bidi.ResponseError
+	var me *bidi.ModelError
+	if !errors.As(err, &re) || !errors.As(err, &me) || re.StatusCode != 400 {
+		t.Fatalf("error %v, want a ResponseError 400 wrapping a ModelError", err)
+	}
+	if s := err.Error(); !strings.Contains(s, "ModelError (400)") || strings.Contains(s, "424") {
+		t.Fatalf("Error() = %q, want the actual status 400", s)
+	}
+	if s := me.Error(); !strings.Contains(s, "ModelError (424)") {
+		t.Fatalf("ModelError.Error() = %q, want its modeled status", s)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -304,5 +305,156 @@ func TestEndedByService(t *testing.T) {
 	}
 	if err := sess.CloseSend(); err != nil {
 		t.Fatalf("CloseSend = %v", err)
+	}
+}
+
+// errEntropy is the error of failingSource.
+var errEntropy = errors.New("entropy exhausted")
+
+// failingSource is a PaddingSource that returns errEntropy once its
+// budget of bytes is spent, or at once while fail is set.
+type failingSource struct {
+	mu     sync.Mutex
+	budget int
+	fail   bool
+}
+
+func (f *failingSource) Read(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail || f.budget <= 0 {
+		return 0, errEntropy
+	}
+	n := min(len(p), f.budget)
+	clear(p[:n])
+	f.budget -= n
+	return n, nil
+}
+
+// TestSendErrorMidMessageAborts: an error other than the context's that
+// stops a fragmented Send after some of its parts were queued (here the
+// PaddingSource failing) aborts the session with SendInterruptedError, so
+// the next message is never joined to the half-sent one. An error before
+// the first part is queued leaves the session usable.
+func TestSendErrorMidMessageAborts(t *testing.T) {
+	t.Run("mid-message", func(t *testing.T) {
+		got := make(chan string, 10)
+		srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+			for {
+				m, err := st.Recv()
+				if err != nil {
+					close(got)
+					return
+				}
+				got <- string(m.Data)
+			}
+		}))
+		// 8-byte parts padded to 64 bytes: the padding reader's first 4 KiB
+		// block covers about 70 of the 200 parts.
+		src := &failingSource{budget: 4096 + 10}
+		ctx := testCtx(t)
+		sess := open(t, srv.Client(func(o *bidi.Options) { o.MaxPartSize = 8; o.PaddingSource = src }), ctx)
+		err := sess.Send(ctx, bidi.Binary(bytes.Repeat([]byte("X"), 8*200)))
+		var ie *bidi.SendInterruptedError
+		if !errors.As(err, &ie) || !errors.Is(err, errEntropy) {
+			t.Fatalf("Send = %v, want *SendInterruptedError wrapping the source's error", err)
+		}
+		src.mu.Lock()
+		src.budget = 1 << 20
+		src.mu.Unlock()
+		if err := sess.Send(ctx, bidi.Text("second")); !errors.As(err, &ie) {
+			t.Fatalf("Send after the failure = %v, want the *SendInterruptedError", err)
+		}
+		if err := sess.CloseSend(); !errors.As(err, &ie) {
+			t.Fatalf("CloseSend after the failure = %v, want the *SendInterruptedError", err)
+		}
+		if _, err := sess.Recv(ctx); !errors.As(err, &ie) {
+			t.Fatalf("Recv after the failure = %v, want the *SendInterruptedError", err)
+		}
+		select {
+		case m, ok := <-got:
+			if ok {
+				t.Fatalf("the server received a message of %d bytes ending in %q", len(m), m[max(len(m)-8, 0):])
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server's stream did not end")
+		}
+	})
+	t.Run("first part", func(t *testing.T) {
+		srv := newServer(t, biditest.Echo())
+		src := &failingSource{budget: 1 << 20, fail: true}
+		ctx := testCtx(t)
+		sess := open(t, srv.Client(func(o *bidi.Options) { o.MaxPartSize = 8; o.PaddingSource = src }), ctx)
+		err := sess.Send(ctx, bidi.Text("first message"))
+		var ie *bidi.SendInterruptedError
+		if !errors.Is(err, errEntropy) || errors.As(err, &ie) {
+			t.Fatalf("Send = %v, want the source's error, session intact", err)
+		}
+		src.mu.Lock()
+		src.fail = false
+		src.mu.Unlock()
+		roundTrip(t, sess, "second message")
+		sess.CloseSend()
+		drainEOF(t, sess)
+	})
+}
+
+// overlapReader is a PaddingSource that is not safe for concurrent use
+// and notices when it is used so: each Read takes a while.
+type overlapReader struct {
+	busy, overlapped atomic.Bool
+	reads            atomic.Int32
+}
+
+func (r *overlapReader) Read(p []byte) (int, error) {
+	if !r.busy.CompareAndSwap(false, true) {
+		r.overlapped.Store(true)
+		return len(p), nil
+	}
+	defer r.busy.Store(false)
+	r.reads.Add(1)
+	time.Sleep(200 * time.Microsecond)
+	clear(p)
+	return len(p), nil
+}
+
+// TestPaddingSourceSharedBySessions: the sessions of a Client share
+// Options.PaddingSource, and the Client serialises their reads, so a
+// reader that is not safe for concurrent use works (and go test -race
+// sees no race).
+func TestPaddingSourceSharedBySessions(t *testing.T) {
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		for {
+			if _, err := st.RecvPart(); err != nil {
+				return
+			}
+		}
+	}))
+	src := &overlapReader{}
+	// Parts padded to 4 KiB: every Send reads the source.
+	c := srv.Client(func(o *bidi.Options) { o.PaddingSource = src; o.Padding = bidi.FixedBucket(4096) })
+	ctx := testCtx(t)
+	const sessions, sends = 4, 25
+	var wg sync.WaitGroup
+	for range sessions {
+		sess := open(t, c, ctx)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range sends {
+				if err := sess.Send(ctx, bidi.Text("x")); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			sess.CloseSend()
+		}()
+	}
+	wg.Wait()
+	if src.overlapped.Load() {
+		t.Fatal("PaddingSource was read concurrently")
+	}
+	if n := src.reads.Load(); n < sessions*sends {
+		t.Fatalf("PaddingSource read %d times, want at least %d", n, sessions*sends)
 	}
 }

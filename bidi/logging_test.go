@@ -1,6 +1,7 @@
 package bidi_test
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -159,5 +160,38 @@ func TestSilentWithoutLogMode(t *testing.T) {
 	sess.Close()
 	if got := log.text(); got != "" {
 		t.Fatalf("logged without a log mode:\n%s", got)
+	}
+}
+
+// TestLoggedErrorCodeSanitised: an error code chosen by the service is
+// logged through the same sanitising as error strings: no control
+// characters (a forged log line, terminal escapes).
+func TestLoggedErrorCodeSanitised(t *testing.T) {
+	const code = "Bad\nDEBUG forged line\x1b[2J"
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.Accept()
+		st.SendError(code, "broken")
+		<-st.Context().Done()
+	}))
+	log := &captureLogger{}
+	c := srv.Client(func(o *bidi.Options) { o.Logger = log; o.ClientLogMode = aws.LogRequest })
+	ctx := testCtx(t)
+	sess := open(t, c, ctx)
+	var se *bidi.StreamError
+	if _, err := sess.Recv(ctx); !errors.As(err, &se) || se.Code != code {
+		t.Fatalf("Recv = %v, want *StreamError with the code", err)
+	}
+	sess.Close()
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	found := false
+	for _, l := range log.lines {
+		if strings.ContainsAny(l, "\n\x1b") {
+			t.Errorf("log line with a control character: %q", l)
+		}
+		found = found || strings.Contains(l, "Bad?DEBUG forged line?[2J")
+	}
+	if !found {
+		t.Errorf("the sanitised error code was not logged:\n%s", strings.Join(log.lines, "\n"))
 	}
 }

@@ -126,8 +126,11 @@ type Options struct {
 
 	// PaddingSource supplies the random bytes of the padding, mapped to
 	// printable ASCII. Nil means a fast per-session generator (ChaCha8)
-	// seeded from crypto/rand. It is read by one goroutine at a time per
-	// session.
+	// seeded from crypto/rand. A Client's sessions share the reader; the
+	// Client serialises their reads (in blocks of up to 4 KiB), so it need
+	// not be safe for concurrent use. A reader given to several Clients,
+	// or used elsewhere too, must be. If it fails, the Send that needed
+	// padding fails with its error (see [Session.Send]).
 	PaddingSource io.Reader
 
 	// Now is the clock used for signing. Nil means time.Now. Set it for

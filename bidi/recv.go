@@ -15,8 +15,10 @@ import (
 
 // ErrMalformedResponse is matched (with errors.Is) by the error Recv
 // returns when the response stream is not valid event-stream data (a CRC
-// mismatch, a bad length, a message without :message-type, a PayloadPart
-// with an unknown DataType or CompletionState). The stream ends with it.
+// mismatch, a bad length, a malformed header, a message without
+// :message-type). The stream ends with it. Unexpected values of a
+// PayloadPart's DataType or CompletionState are not errors: anything but
+// UTF8 is binary, anything but PARTIAL completes the message.
 var ErrMalformedResponse = errors.New("bidi: malformed response stream")
 
 // recvItem is one received PayloadPart, or the in-band end of the stream.
@@ -161,55 +163,113 @@ func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 // the session is cancelled. It runs on the session's goroutine.
 func (s *Session) readLoop(body io.ReadCloser, reqBody *reqBody) {
 	defer body.Close()
-	dec := eventstream.NewDecoder(body)
-	var p wire.Part
+	r := &respReader{s: s, dec: eventstream.NewDecoder(body), dead: deadOf(reqBody)}
 	for {
-		m, err := dec.Decode()
-		if err != nil {
-			s.endRecv(s.decodeError(err), reqBody)
+		it := r.next()
+		if it.err != nil {
+			s.endRecv(it.err, r)
 			return
 		}
-		switch wire.Classify(m) {
-		case wire.KindPayloadPart:
-			if !wire.ParsePart(m, &p) {
-				s.endRecv(fmt.Errorf("%w: PayloadPart with DataType or CompletionState outside the model's values", ErrMalformedResponse), reqBody)
-				return
-			}
-			it := recvItem{size: len(p.Bytes), typ: DataTypeBinary, complete: p.Complete()}
-			if p.UTF8() {
-				it.typ = DataTypeUTF8
-			}
-			if len(p.Bytes) > s.maxMessage {
-				it.oversize, it.size = true, 0
-			} else if len(p.Bytes) > 0 {
-				it.data = make([]byte, len(p.Bytes))
-				copy(it.data, p.Bytes)
-			}
-			if !s.push(it, reqBody) {
-				return
-			}
-		case wire.KindException:
-			s.endRecv(exceptionError(wire.String(m, wire.ExceptionTypeHeader), m.Payload), reqBody)
-			return
-		case wire.KindError:
-			s.endRecv(errorMessageError(wire.String(m, wire.ErrorCodeHeader), wire.String(m, wire.ErrorMessageHeader)), reqBody)
-			return
-		case wire.KindUnknownEvent, wire.KindUnknown:
-			// Forward compatibility: new event types do not break the
-			// stream. The type names are not sensitive.
-			s.logf(logging.Debug, "bidi: skipping %s message %q of type %q", wire.String(m, wire.MessageTypeHeader), wire.String(m, wire.EventTypeHeader), wire.String(m, wire.ExceptionTypeHeader))
-		default:
-			s.endRecv(fmt.Errorf("%w: message without :message-type", ErrMalformedResponse), reqBody)
+		if !s.push(it, r) {
 			return
 		}
 	}
 }
 
-// push queues a part for Recv, waiting while the queue is full. It
-// returns false when the session is cancelled.
-func (s *Session) push(it recvItem, reqBody *reqBody) bool {
+// respReader decodes the response stream for readLoop, on the session's
+// goroutine.
+type respReader struct {
+	s    *Session
+	dec  *eventstream.Decoder
+	part wire.Part
+
+	// dead is closed when the transport stops taking the request body;
+	// nil once that was handled.
+	dead <-chan struct{}
+
+	// ahead holds the items decoded past the queue's bounds after the
+	// transport stopped taking the request body (see transportStopped),
+	// to be queued before anything else is decoded.
+	ahead []recvItem
+}
+
+// next returns the next item to queue: a part, or the terminal item (err
+// set: io.EOF for a clean end, else the stream's error).
+func (r *respReader) next() recvItem {
+	if len(r.ahead) > 0 {
+		it := r.ahead[0]
+		r.ahead[0] = recvItem{}
+		r.ahead = r.ahead[1:]
+		return it
+	}
+	return r.decode()
+}
+
+// decode reads the next part or terminal item from the stream, skipping
+// the events this client does not know.
+func (r *respReader) decode() recvItem {
+	s := r.s
+	for {
+		m, err := r.dec.Decode()
+		if err != nil {
+			return recvItem{err: s.decodeError(err)}
+		}
+		switch wire.Classify(m) {
+		case wire.KindPayloadPart:
+			return s.partItem(m, &r.part)
+		case wire.KindException:
+			return recvItem{err: exceptionError(wire.String(m, wire.ExceptionTypeHeader), m.Payload)}
+		case wire.KindError:
+			return recvItem{err: errorMessageError(wire.String(m, wire.ErrorCodeHeader), wire.String(m, wire.ErrorMessageHeader))}
+		case wire.KindUnknownEvent, wire.KindUnknown:
+			// Forward compatibility: new event types do not break the
+			// stream. The type names are not sensitive.
+			s.logf(logging.Debug, "bidi: skipping %s message %q of type %q", wire.String(m, wire.MessageTypeHeader), wire.String(m, wire.EventTypeHeader), wire.String(m, wire.ExceptionTypeHeader))
+		default:
+			return recvItem{err: fmt.Errorf("%w: message without :message-type", ErrMalformedResponse)}
+		}
+	}
+}
+
+// partItem returns the queue item for PayloadPart m, parsed into p. As a
+// client must (WIRE.md §2.3), it does not enforce the model's constraints
+// on what it receives: a DataType other than UTF8 is binary, a
+// CompletionState other than PARTIAL complete.
+func (s *Session) partItem(m *eventstream.Message, p *wire.Part) recvItem {
+	wire.ParsePart(m, p)
+	if !p.Valid() {
+		s.logf(logging.Debug, "bidi: PayloadPart with a DataType or CompletionState outside the model's values; taken as %s", partShape(p))
+	}
+	it := recvItem{size: len(p.Bytes), typ: DataTypeBinary, complete: p.Complete()}
+	if p.UTF8() {
+		it.typ = DataTypeUTF8
+	}
+	if len(p.Bytes) > s.maxMessage {
+		it.oversize, it.size = true, 0
+	} else if len(p.Bytes) > 0 {
+		it.data = make([]byte, len(p.Bytes))
+		copy(it.data, p.Bytes)
+	}
+	return it
+}
+
+// partShape describes how a part is interpreted, for logs.
+func partShape(p *wire.Part) string {
+	typ, state := "BINARY", "COMPLETE"
+	if p.UTF8() {
+		typ = "UTF8"
+	}
+	if !p.Complete() {
+		state = "PARTIAL"
+	}
+	return typ + " " + state
+}
+
+// push queues a part (or the terminal item) for Recv, waiting while the
+// queue is full. It returns false when the session is cancelled.
+func (s *Session) push(it recvItem, r *respReader) bool {
 	if q := s.queued.Load(); q > 0 && q+int64(it.size) > recvQueueBytes {
-		if !s.waitSpace(int64(it.size), reqBody) {
+		if !s.waitSpace(int64(it.size), r) {
 			return false
 		}
 	}
@@ -219,32 +279,28 @@ func (s *Session) push(it recvItem, reqBody *reqBody) bool {
 		return true
 	default:
 	}
-	dead := deadOf(reqBody)
 	for {
 		select {
 		case s.recvQ <- it:
 			return true
 		case <-s.ctx.Done():
 			return false
-		case <-dead:
-			s.transportStopped()
-			dead = nil
+		case <-r.dead:
+			r.transportStopped()
 		}
 	}
 }
 
 // waitSpace waits until Recv has drained the queue enough for size more
 // bytes (or entirely, for a large part).
-func (s *Session) waitSpace(size int64, reqBody *reqBody) bool {
-	dead := deadOf(reqBody)
+func (s *Session) waitSpace(size int64, r *respReader) bool {
 	for q := s.queued.Load(); q > 0 && q+size > recvQueueBytes; q = s.queued.Load() {
 		select {
 		case <-s.recvSpace:
 		case <-s.ctx.Done():
 			return false
-		case <-dead:
-			s.transportStopped()
-			dead = nil
+		case <-r.dead:
+			r.transportStopped()
 		}
 	}
 	return true
@@ -259,39 +315,61 @@ func deadOf(b *reqBody) <-chan struct{} {
 }
 
 // transportStopped is called when the transport stopped taking the
-// request body while the reader is held up by undelivered messages: the
-// stream's end (or its reason) is queued behind them, so Send learns that
-// the stream is over without waiting for Recv.
-func (s *Session) transportStopped() {
-	if s.sendClosedLocked() {
+// request body while the reader is held up by undelivered messages. The
+// stream is then over (the transport stops the body when the response
+// has ended or the stream is reset), but its end, or the reason for it,
+// is queued behind those messages. So that Send reports the reason
+// without waiting for Recv, the reader looks ahead, at most as far again
+// as the queue's bounds; if the end is further, Send gets a provisional
+// ErrStreamEnded, which the reason replaces once it is decoded.
+func (r *respReader) transportStopped() {
+	r.dead = nil
+	s := r.s
+	if s.sendClosedHint() {
 		return
 	}
-	s.failSend(fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded))
+	var size int
+	for len(r.ahead) < recvQueueItems && size < recvQueueBytes {
+		it := r.decode()
+		r.ahead = append(r.ahead, it)
+		if it.err != nil {
+			s.failSend(terminalSendError(it.err))
+			return
+		}
+		size += it.size
+	}
+	s.failSendProvisional(fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded))
 }
 
-// sendClosedLocked reports whether CloseSend was called. It is only a hint
+// sendClosedHint reports whether CloseSend was called. It is only a hint
 // (read without the send lock) and errs on the side of false.
-func (s *Session) sendClosedLocked() bool {
+func (s *Session) sendClosedHint() bool {
 	s.pipe.mu.Lock()
 	defer s.pipe.mu.Unlock()
 	return s.pipe.ended
 }
 
+// terminalSendError returns what Send reports after the response stream
+// ended with err: ErrStreamEnded for a clean end (io.EOF), else err.
+func terminalSendError(err error) error {
+	if err == io.EOF {
+		return ErrStreamEnded
+	}
+	return err
+}
+
 // endRecv ends the response stream with err (io.EOF for a clean end):
 // Send fails at once, Recv after the queued messages.
-func (s *Session) endRecv(err error, reqBody *reqBody) {
+func (s *Session) endRecv(err error, r *respReader) {
 	if s.ctx.Err() != nil {
 		return // closed or failed: the cause is already set
 	}
-	cause := err
-	if err == io.EOF {
-		cause = ErrStreamEnded
-	}
+	cause := terminalSendError(err)
 	s.failSend(cause)
 	if s.c.logOn {
 		s.logf(logging.Debug, "bidi: response stream of endpoint %q ended: %s", s.input.EndpointName, errorCode(err))
 	}
-	if s.push(recvItem{err: err}, reqBody) {
+	if s.push(recvItem{err: err}, r) {
 		s.cancel(cause)
 	}
 }

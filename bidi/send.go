@@ -7,29 +7,36 @@ import (
 	"fmt"
 	"io"
 	mathrand "math/rand/v2"
+	"sync"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
 
-// ErrMessageInProgress is returned by Send while a message begun with
-// SendPart (a part with Complete unset) has not been completed: its parts
-// and another message's must not interleave.
+// ErrMessageInProgress is returned by Send and CloseSend while a message
+// begun with SendPart (a part with Complete unset) has not been completed:
+// its parts and another message's must not interleave, and the request
+// must not end inside a message. Complete the message with SendPart, or
+// abandon the session with Close.
 var ErrMessageInProgress = errors.New("bidi: a message begun with SendPart is not complete")
 
-// SendInterruptedError is the terminal error of a session whose Send was
-// interrupted (its context ended) after some parts of its message had been
-// queued. A message cannot be withdrawn halfway, so the session is
-// aborted. It unwraps to the context's error.
+// SendInterruptedError is the terminal error of a session whose Send or
+// SendPart stopped after some parts of its message had been queued: its
+// context ended, or a later part could not be encoded (for example because
+// Options.PaddingSource failed). A message cannot be withdrawn halfway, and
+// the next message must not be joined to its first half, so the session is
+// aborted. It unwraps to the cause (the context's error, or the encoding
+// error).
 type SendInterruptedError struct {
 	Err error
 }
 
+// Error describes the interruption and its cause.
 func (e *SendInterruptedError) Error() string {
 	return "bidi: Send interrupted after part of its message was sent; session aborted: " + e.Err.Error()
 }
 
-// Unwrap returns the context error that interrupted Send.
+// Unwrap returns the error that interrupted Send.
 func (e *SendInterruptedError) Unwrap() error { return e.Err }
 
 // Send sends one message to the model. A message larger than
@@ -47,7 +54,9 @@ func (e *SendInterruptedError) Unwrap() error { return e.Err }
 // (for a fragmented one, its first part) is queued, Send returns ctx's
 // error and the session remains usable; if it ends after some of its parts
 // were queued, the half-sent message cannot be withdrawn and the session
-// is aborted with a [*SendInterruptedError].
+// is aborted with a [*SendInterruptedError]. Other errors (such as a
+// failing Options.PaddingSource) are handled alike: before the first part
+// is queued they leave the session usable, after it they abort it.
 //
 // Send is safe for concurrent use: concurrent calls are serialized (one
 // holds the send lock at a time; waiting for it is bounded by ctx), and
@@ -84,8 +93,11 @@ func (s *Session) Send(ctx context.Context, m Message) error {
 // ends it, and until then Send returns [ErrMessageInProgress]. A part
 // larger than Options.MaxPartSize is split, its last piece keeping
 // p.Complete. The DataType of the first part is the message's type.
-// Blocking, context and error behaviour are those of Send; a part that
-// was not queued because ctx ended may be sent again.
+// Blocking, context and error behaviour are those of Send: a call that
+// fails before queuing any of p leaves the message as it was, and p may
+// be sent again; one that fails after queuing a piece of p aborts the
+// session with a [*SendInterruptedError]. CloseSend refuses to end the
+// request inside a message ([ErrMessageInProgress]).
 func (s *Session) SendPart(ctx context.Context, p Part) error {
 	if err := s.lockSend(ctx); err != nil {
 		return err
@@ -112,8 +124,16 @@ func (s *Session) SendPart(ctx context.Context, p Part) error {
 // stream's request side (END_STREAM). Recv keeps working and returns the
 // model's remaining messages, then io.EOF. CloseSend waits for a
 // concurrent Send to return, but not for the end frame to be written.
-// Calling it again does nothing. After the session failed it returns the
-// cause (nil if the service had already ended the stream cleanly).
+// Calling it again does nothing.
+//
+// While a message begun with SendPart is incomplete, CloseSend returns
+// [ErrMessageInProgress] and sends nothing: the model would receive a
+// truncated message. After the session failed it returns the cause, as
+// Send does, a typed error such as [*ModelStreamError]; it returns nil if
+// the service had already ended the stream cleanly, or if the stream ended
+// behind more undelivered messages than the session reads ahead (Recv
+// then reports the reason, and later calls of CloseSend and Send return
+// it).
 func (s *Session) CloseSend() error {
 	select {
 	case s.sendLock <- struct{}{}:
@@ -130,6 +150,9 @@ func (s *Session) CloseSend() error {
 			return nil
 		}
 		return err
+	}
+	if s.partOpen {
+		return ErrMessageInProgress
 	}
 	s.sendClosed = true
 	s.pipe.end()
@@ -197,7 +220,7 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 		return s.interrupted(err, midMessage)
 	}
 	if err := s.encodePart(p); err != nil {
-		return err
+		return s.interrupted(err, midMessage)
 	}
 	for {
 		ok, err := s.pipe.enqueue(&s.msg)
@@ -209,7 +232,7 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 			case <-s.sendFailed:
 				return s.sendCause()
 			default:
-				return wrapEncodeError(err)
+				return s.interrupted(wrapEncodeError(err), midMessage)
 			}
 		}
 		select {
@@ -224,9 +247,10 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 	}
 }
 
-// interrupted handles a Send whose context ended before its part could be
-// queued: the session survives unless earlier parts of the message are
-// already on their way.
+// interrupted handles a part that could not be queued because of err (ctx
+// ended, or the part could not be encoded): the session survives unless
+// earlier parts of the same message are already on their way, which would
+// leave half a message on the wire for the next one to be joined to.
 func (s *Session) interrupted(err error, midMessage bool) error {
 	if !midMessage {
 		return err
@@ -257,7 +281,7 @@ func (s *Session) encodePart(p Part) error {
 	var pad []byte
 	if n := padLen(s.opts.Padding, len(p.Data)); n > 0 {
 		if s.padSrc == nil {
-			s.padSrc = newPaddingSource(s.opts.PaddingSource)
+			s.padSrc = s.c.paddingSource()
 		}
 		var err error
 		if s.pad, err = appendPadding(s.pad[:0], n, s.padSrc); err != nil {
@@ -265,22 +289,37 @@ func (s *Session) encodePart(p Part) error {
 		}
 		pad = s.pad
 	}
-	s.hdrs = wire.AppendPartHeaders(s.hdrs[:0], &wire.Part{DataType: dt, CompletionState: cs, Padding: pad})
+	s.hdrs = wire.AppendPartHeaders(s.hdrs[:0], &wire.Part{Bytes: p.Data, DataType: dt, CompletionState: cs, Padding: pad})
 	s.msg = eventstream.Message{Headers: s.hdrs, Payload: p.Data}
 	return nil
 }
 
-// newPaddingSource returns the session's source of padding bytes:
-// Options.PaddingSource, buffered, or by default a ChaCha8 generator (a
-// cryptographically strong one) seeded from crypto/rand, which costs one
-// 32-byte read per session instead of a system call per few parts.
-func newPaddingSource(src io.Reader) io.Reader {
-	if src != nil {
-		return newPadReader(src)
+// paddingSource returns a new session's source of padding bytes:
+// Options.PaddingSource, buffered, its reads serialised across the
+// client's sessions by c.padMu; or by default a ChaCha8 generator (a
+// cryptographically strong one) of the session's own, seeded from
+// crypto/rand, which costs one 32-byte read per session instead of a
+// system call per few parts, and takes no lock.
+func (c *Client) paddingSource() io.Reader {
+	if src := c.options.PaddingSource; src != nil {
+		return newPadReader(&lockedReader{mu: &c.padMu, r: src})
 	}
 	var seed [32]byte
 	if _, err := rand.Read(seed[:]); err != nil {
 		return newPadReader(nil)
 	}
 	return mathrand.NewChaCha8(seed)
+}
+
+// lockedReader serialises the reads of a reader shared by several
+// sessions.
+type lockedReader struct {
+	mu *sync.Mutex
+	r  io.Reader
+}
+
+func (l *lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Read(p)
 }

@@ -16,9 +16,11 @@ import (
 )
 
 // ErrStreamEnded is returned by Send when the service has ended the stream
-// without an error (its response ended cleanly) or when the reason is still
-// behind messages the caller has not received yet. Recv returns the
-// remaining messages and then io.EOF or the reason.
+// without an error (its response ended cleanly), or, wrapped, when the
+// reason is still behind more undelivered messages than the session reads
+// ahead; Send returns the reason instead once Recv has made the session
+// read up to it. Recv returns the remaining messages and then io.EOF or
+// the reason.
 var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 
 // A Session is one bidirectional stream with a SageMaker endpoint, opened
@@ -40,7 +42,9 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // flow control allows, so a service that does not read makes Send block.
 // On the receiving side the session reads at most 32 parts or 1 MiB ahead
 // of Recv, then leaves the rest to HTTP/2 flow control; a reassembled
-// message is bounded by Options.MaxMessageSize.
+// message is bounded by Options.MaxMessageSize. Once the service has ended
+// the stream, the session reads up to as much again, to find the reason
+// it ended and report it through Send without waiting for Recv.
 //
 // Lifetime: a session ends when the service ends the stream, when it
 // fails, when the context given to Open is cancelled, or when Close is
@@ -69,10 +73,13 @@ type Session struct {
 	// is set. It is set when the session fails or is closed, and also when
 	// the response stream ends while undelivered messages are still queued
 	// for Recv. When only the parent context was cancelled it stays unset
-	// and the context's cause applies.
-	failMu     sync.Mutex
-	sendErr    error
-	sendFailed chan struct{}
+	// and the context's cause applies. A provisional sendErr (the stream
+	// ended, its reason not decoded yet) is replaced by the first definite
+	// one.
+	failMu          sync.Mutex
+	sendErr         error
+	sendProvisional bool
+	sendFailed      chan struct{}
 
 	// Send side; sendLock (a one-slot semaphore) guards the fields below
 	// it, except pipe, which has its own lock.
@@ -200,12 +207,23 @@ func (s *Session) sessionErr() error {
 	return ErrSessionClosed
 }
 
-// failSend records why Send can no longer work; the first reason wins.
-func (s *Session) failSend(err error) {
+// failSend records why Send can no longer work; the first reason wins,
+// except over a provisional one.
+func (s *Session) failSend(err error) { s.setSendErr(err, false) }
+
+// failSendProvisional records a stand-in reason why Send can no longer
+// work, for when the real one is not known yet: the first definite reason
+// recorded later replaces it.
+func (s *Session) failSendProvisional(err error) { s.setSendErr(err, true) }
+
+func (s *Session) setSendErr(err error, provisional bool) {
 	s.failMu.Lock()
-	if s.sendErr == nil {
-		s.sendErr = err
+	switch {
+	case s.sendErr == nil:
+		s.sendErr, s.sendProvisional = err, provisional
 		close(s.sendFailed)
+	case s.sendProvisional && !provisional:
+		s.sendErr, s.sendProvisional = err, false
 	}
 	s.failMu.Unlock()
 }
@@ -366,7 +384,7 @@ func (s *Session) transportError(err error) error {
 func errorCode(err error) string {
 	var api interface{ ErrorCode() string }
 	if errors.As(err, &api) {
-		return "error code " + api.ErrorCode()
+		return "error code " + cleanText(api.ErrorCode())
 	}
 	switch {
 	case errors.Is(err, io.EOF):

@@ -384,6 +384,32 @@ func TestSendPartRecvPart(t *testing.T) {
 	drainEOF(t, sess)
 }
 
+// TestCloseSendInsideMessage: CloseSend refuses to end the request while a
+// message begun with SendPart is incomplete, which would hand the model a
+// truncated message; once the message is complete it ends the request.
+func TestCloseSendInsideMessage(t *testing.T) {
+	srv := newServer(t, biditest.Echo())
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(), ctx)
+	if err := sess.SendPart(ctx, bidi.Part{Data: []byte("hel"), Type: bidi.DataTypeUTF8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.CloseSend(); !errors.Is(err, bidi.ErrMessageInProgress) {
+		t.Fatalf("CloseSend inside a message = %v, want ErrMessageInProgress", err)
+	}
+	if err := sess.SendPart(ctx, bidi.Part{Data: []byte("lo"), Complete: true}); err != nil {
+		t.Fatalf("SendPart after the refused CloseSend: %v", err)
+	}
+	if err := sess.CloseSend(); err != nil {
+		t.Fatalf("CloseSend after the message: %v", err)
+	}
+	m, err := sess.Recv(ctx)
+	if err != nil || string(m.Data) != "hello" || m.Type != bidi.DataTypeUTF8 {
+		t.Fatalf("Recv = %q (%v), %v; want the whole message", m.Data, m.Type, err)
+	}
+	drainEOF(t, sess)
+}
+
 func TestPadding(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

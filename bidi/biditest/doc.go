@@ -41,7 +41,10 @@
 // (±15 minutes), the model's patterns for the endpoint name and the
 // SageMaker headers, then, as the handler receives, the :chunk-signature
 // of every envelope chained from the request signature, PayloadPart inner
-// events and the signed end frame before the body ends. A request that
+// events with the model's DataType and CompletionState values and no
+// empty header value, and the signed end frame, after which the body must
+// end. The server is strict where a client is lenient: it is the
+// conformance check of clients. A request that
 // fails a check before the handler gets a restJson1 error (400, 403, 404 or
 // 505 with X-Amzn-ErrorType and a JSON body) and never reaches the
 // handler; a violation mid-stream is returned by RecvPart, sent to the

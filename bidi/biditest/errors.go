@@ -49,10 +49,12 @@ const (
 	// event-stream messages (lengths, CRCs, headers, no truncation).
 	RuleFraming Rule = "framing"
 	// RuleEvent: every inner message is a PayloadPart event with valid
-	// DataType and CompletionState values.
+	// DataType and CompletionState values and no empty string or byte
+	// array header value (an empty P, for example; WIRE.md §2.2).
 	RuleEvent Rule = "event"
-	// RuleEndFrame: the body ends with the signed empty end frame before
-	// END_STREAM.
+	// RuleEndFrame: the body ends with the signed empty end frame,
+	// immediately followed by END_STREAM: nothing may follow the end
+	// frame.
 	RuleEndFrame Rule = "end-frame"
 )
 

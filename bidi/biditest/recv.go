@@ -31,7 +31,9 @@ type ReceivedPart struct {
 
 // RecvPart returns the next request PayloadPart, after checking its
 // envelope's signature. It returns io.EOF after the client's verified end
-// frame, a [*Violation] when the request breaks the protocol (the
+// frame once the request body has ended there (END_STREAM; anything after
+// the end frame is a violation, so RecvPart waits for the body to end),
+// a [*Violation] when the request breaks the protocol (the
 // violation is recorded, sent to the client as an error message, and the
 // stream is reset when the handler returns), and another error when the
 // client goes away. Errors are sticky.
@@ -139,7 +141,7 @@ func (st *Stream) readPart() (ReceivedPart, error) {
 			p.Date = d.Time()
 		}
 		if len(inner) == 0 {
-			return ReceivedPart{}, io.EOF
+			return ReceivedPart{}, st.afterEndFrame()
 		}
 		if err := eventstream.Unmarshal(inner, &st.inner); err != nil {
 			return p, st.violate(violation(RuleEvent, 0, validationErrorType, "the envelope payload is not an event-stream message", err))
@@ -153,8 +155,15 @@ func (st *Stream) readPart() (ReceivedPart, error) {
 			fmt.Sprintf("request event has :message-type %q and :event-type %q, want event PayloadPart",
 				wire.String(m, wire.MessageTypeHeader), wire.String(m, wire.EventTypeHeader)), nil))
 	}
+	if name, ok := wire.EmptyValue(m); ok {
+		return p, st.violate(violation(RuleEvent, 0, validationErrorType,
+			fmt.Sprintf("request event header %q has an empty value; omit the header instead", name), nil))
+	}
+	// A client is lenient with what it receives; the server is strict,
+	// being the conformance check of clients.
 	var wp wire.Part
-	if !wire.ParsePart(m, &wp) {
+	wire.ParsePart(m, &wp)
+	if !wp.Valid() {
 		return p, st.violate(violation(RuleEvent, 0, validationErrorType,
 			"DataType must be UTF8 or BINARY and CompletionState PARTIAL or COMPLETE", nil))
 	}
@@ -169,6 +178,29 @@ func (st *Stream) readPart() (ReceivedPart, error) {
 		p.Padding = len(wp.Padding)
 	}
 	return p, nil
+}
+
+// afterEndFrame checks that the request body ends (END_STREAM) right after
+// the end frame: it reads on, and returns io.EOF when the body ends there,
+// a RuleEndFrame violation when anything follows, and another error when
+// the client goes away.
+func (st *Stream) afterEndFrame() error {
+	_, err := st.dec.Decode()
+	var (
+		crc *eventstream.ChecksumError
+		ln  *eventstream.LengthError
+	)
+	switch {
+	case err == io.EOF:
+		return io.EOF
+	case err == nil:
+		return st.violate(violation(RuleEndFrame, 0, validationErrorType,
+			"an event-stream message followed the end frame", nil))
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &crc), errors.As(err, &ln), errors.Is(err, eventstream.ErrInvalidHeader):
+		return st.violate(violation(RuleEndFrame, 0, validationErrorType,
+			"data followed the end frame", err))
+	}
+	return fmt.Errorf("biditest: reading request body: %w", err)
 }
 
 // bodyError classifies an error from decoding the request body.

@@ -89,7 +89,8 @@ func echoOnce(t *testing.T, rs *rawStream, text string) {
 	}
 	m := rs.mustNext()
 	var p wire.Part
-	if !wire.ParsePart(m, &p) || string(p.Bytes) != text {
+	wire.ParsePart(m, &p)
+	if !p.Valid() || string(p.Bytes) != text {
 		t.Fatalf("echo %q, want %q", m.Payload, text)
 	}
 }

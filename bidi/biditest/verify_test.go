@@ -255,6 +255,27 @@ func TestMidStreamViolations(t *testing.T) {
 			b, _ := rs.signer.AppendPayload(nil, []byte("raw bytes, not a message"))
 			rs.write(b)
 		}, RuleEvent, "ValidationError"},
+		{"empty P", func(rs *rawStream) {
+			m := rs.part(wire.Part{Bytes: []byte("x"), DataType: wire.DataTypeBinary})
+			m.Headers = append(m.Headers, eventstream.Header{Name: wire.PaddingHeader, Value: eventstream.StringValue("")})
+			rs.sendMessage(m)
+		}, RuleEvent, "ValidationError"},
+		{"empty CompletionState", func(rs *rawStream) {
+			rs.sendMessage(&eventstream.Message{Headers: eventstream.Headers{
+				{Name: wire.CompletionStateHeader, Value: eventstream.StringValue("")},
+				{Name: wire.EventTypeHeader, Value: eventstream.StringValue("PayloadPart")},
+				{Name: wire.MessageTypeHeader, Value: eventstream.StringValue("event")},
+			}, Payload: []byte("x")})
+		}, RuleEvent, "ValidationError"},
+		{"event after the end frame", func(rs *rawStream) {
+			rs.write(rs.signer.AppendEnd(nil))
+			rs.sendText("late")
+		}, RuleEndFrame, "ValidationError"},
+		{"garbage after the end frame", func(rs *rawStream) {
+			rs.write(rs.signer.AppendEnd(nil))
+			rs.write([]byte("trailing bytes"))
+			rs.pw.Close()
+		}, RuleEndFrame, "ValidationError"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,6 +302,34 @@ func TestMidStreamViolations(t *testing.T) {
 	}
 }
 
+// TestEndFrameThenEndStream: RecvPart returns io.EOF only once the body
+// has ended after the end frame (END_STREAM), not at the end frame itself,
+// so that anything sent after the end frame is caught.
+func TestEndFrameThenEndStream(t *testing.T) {
+	errc := make(chan error, 1)
+	s := newTestServer(t, recvAll(errc))
+	rs := openRaw(t, s, "e")
+	if err := rs.sendText("good"); err != nil {
+		t.Fatal(err)
+	}
+	rs.mustNext() // the echo: the handler has received the part
+	if err := rs.write(rs.signer.AppendEnd(nil)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		t.Fatalf("RecvPart = %v after the end frame, before the body ended", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	rs.pw.Close()
+	if err := recvWithin(t, errc, "RecvPart"); err != io.EOF {
+		t.Fatalf("RecvPart = %v, want io.EOF", err)
+	}
+	if v := s.Violations(); len(v) != 0 {
+		t.Fatalf("violations %v", v)
+	}
+}
+
 func TestSkipVerify(t *testing.T) {
 	errc := make(chan error, 1)
 	s := newTestServer(t, recvAll(errc), func(s *Server) { s.SkipVerify = true })
@@ -296,7 +345,8 @@ func TestSkipVerify(t *testing.T) {
 	rs.end()
 	for _, want := range []string{"bare", "signed"} {
 		m := rs.mustNext()
-		if !wire.ParsePart(m, &p) || string(p.Bytes) != want {
+		wire.ParsePart(m, &p)
+		if !p.Valid() || string(p.Bytes) != want {
 			t.Fatalf("echo %q, want %q", m.Payload, want)
 		}
 	}

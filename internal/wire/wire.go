@@ -48,15 +48,19 @@ type Part struct {
 	Padding         []byte
 }
 
-// UTF8 reports whether the part is text.
+// UTF8 reports whether the part is text: DataType is UTF8. Any other
+// value, or none, means binary.
 func (p *Part) UTF8() bool { return bytes.Equal(p.DataType, DataTypeUTF8) }
 
-// Complete reports whether the part ends a message.
+// Complete reports whether the part ends a message: CompletionState is
+// anything but PARTIAL, or absent.
 func (p *Part) Complete() bool { return !bytes.Equal(p.CompletionState, CompletionPartial) }
 
 // AppendPartHeaders appends the headers of a PayloadPart event to h in the
 // order the AWS SDKs use: DataType, CompletionState and P when set, then
-// :event-type, :message-type and :content-type. The values alias p.
+// :event-type, :message-type and, when p.Bytes is not empty,
+// :content-type. Like aws-sdk-go-v2 (WIRE.md §4.1), a part without payload
+// carries no :content-type. The values alias p.
 func AppendPartHeaders(h eventstream.Headers, p *Part) eventstream.Headers {
 	if len(p.DataType) > 0 {
 		h = append(h, eventstream.Header{Name: DataTypeHeader, Value: eventstream.StringBytesValue(p.DataType)})
@@ -70,8 +74,10 @@ func AppendPartHeaders(h eventstream.Headers, p *Part) eventstream.Headers {
 	h = append(h,
 		eventstream.Header{Name: EventTypeHeader, Value: eventstream.StringBytesValue(EventTypePayloadPart)},
 		eventstream.Header{Name: MessageTypeHeader, Value: eventstream.StringBytesValue(MessageTypeEvent)},
-		eventstream.Header{Name: ContentTypeHeader, Value: eventstream.StringBytesValue(ContentTypeOctets)},
 	)
+	if len(p.Bytes) > 0 {
+		h = append(h, eventstream.Header{Name: ContentTypeHeader, Value: eventstream.StringBytesValue(ContentTypeOctets)})
+	}
 	return h
 }
 
@@ -109,20 +115,34 @@ func Classify(m *eventstream.Message) Kind {
 }
 
 // ParsePart reads the PayloadPart fields of m into p. The slices alias m.
-// Header values other than the modeled ones are an error: ok is false when
-// DataType or CompletionState holds a value outside the model's enum.
-func ParsePart(m *eventstream.Message, p *Part) (ok bool) {
+// It accepts any value: UTF8 and Complete interpret values outside the
+// model's enums leniently, as clients must (WIRE.md §2.3); Valid tells
+// whether the values conform, for a receiver that checks its peer.
+func ParsePart(m *eventstream.Message, p *Part) {
 	*p = Part{Bytes: m.Payload}
 	p.DataType, _ = stringHeader(m.Headers, DataTypeHeader)
 	p.CompletionState, _ = stringHeader(m.Headers, CompletionStateHeader)
 	p.Padding, _ = stringHeader(m.Headers, PaddingHeader)
-	if p.DataType != nil && !bytes.Equal(p.DataType, DataTypeUTF8) && !bytes.Equal(p.DataType, DataTypeBinary) {
-		return false
+}
+
+// Valid reports whether DataType and CompletionState are absent or hold
+// one of the model's values (UTF8 or BINARY, PARTIAL or COMPLETE).
+func (p *Part) Valid() bool {
+	return (p.DataType == nil || bytes.Equal(p.DataType, DataTypeUTF8) || bytes.Equal(p.DataType, DataTypeBinary)) &&
+		(p.CompletionState == nil || bytes.Equal(p.CompletionState, CompletionPartial) || bytes.Equal(p.CompletionState, CompletionComplete))
+}
+
+// EmptyValue returns the name of the first string or byte-array header of
+// m whose value is empty, which the event-stream format forbids (WIRE.md
+// §2.2), and reports whether there is one.
+func EmptyValue(m *eventstream.Message) (string, bool) {
+	for i := range m.Headers {
+		v := &m.Headers[i].Value
+		if (v.Type == eventstream.TypeString || v.Type == eventstream.TypeBytes) && len(v.Bytes) == 0 {
+			return m.Headers[i].Name, true
+		}
 	}
-	if p.CompletionState != nil && !bytes.Equal(p.CompletionState, CompletionPartial) && !bytes.Equal(p.CompletionState, CompletionComplete) {
-		return false
-	}
-	return true
+	return "", false
 }
 
 // String returns the value of a string header, or "" when absent.

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/hex"
+	"slices"
 	"testing"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
@@ -29,28 +30,79 @@ func TestPartHeadersMatchVector(t *testing.T) {
 		t.Fatalf("Classify = %v, want PayloadPart", k)
 	}
 	var q Part
-	if !ParsePart(&back, &q) || !q.UTF8() || q.Complete() || !bytes.Equal(q.Bytes, p.Bytes) || q.Padding != nil {
+	ParsePart(&back, &q)
+	if !q.Valid() || !q.UTF8() || q.Complete() || !bytes.Equal(q.Bytes, p.Bytes) || q.Padding != nil {
 		t.Fatalf("ParsePart = %+v", q)
 	}
 }
 
-func TestParsePartDefaultsAndInvalid(t *testing.T) {
+func TestParsePartDefaultsAndLenient(t *testing.T) {
 	m := eventstream.Message{Headers: eventstream.Headers{
 		{Name: MessageTypeHeader, Value: eventstream.StringValue("event")},
 		{Name: EventTypeHeader, Value: eventstream.StringValue("PayloadPart")},
 	}, Payload: []byte{1}}
 	var p Part
-	if !ParsePart(&m, &p) || p.UTF8() || !p.Complete() {
-		t.Fatalf("absent headers: got %+v, want BINARY COMPLETE", p)
+	ParsePart(&m, &p)
+	if !p.Valid() || p.UTF8() || !p.Complete() {
+		t.Fatalf("absent headers: got %+v, want valid BINARY COMPLETE", p)
 	}
-	m.Headers.Set(DataTypeHeader, eventstream.StringValue("TEXT"))
-	if ParsePart(&m, &p) {
-		t.Fatal("DataType TEXT accepted")
+	// Values outside the enums are parsed leniently (anything but UTF8 is
+	// binary, anything but PARTIAL complete) and reported by Valid.
+	for _, tc := range []struct {
+		dt, cs      string
+		utf8, compl bool
+	}{
+		{"TEXT", "PARTIAL", false, false},
+		{"utf8", "PARTIAL", false, false},
+		{"UTF8", "DONE", true, true},
+		{"", "", false, true},
+	} {
+		m.Headers.Set(DataTypeHeader, eventstream.StringValue(tc.dt))
+		m.Headers.Set(CompletionStateHeader, eventstream.StringValue(tc.cs))
+		ParsePart(&m, &p)
+		if p.Valid() || p.UTF8() != tc.utf8 || p.Complete() != tc.compl {
+			t.Errorf("DataType %q CompletionState %q: Valid %v UTF8 %v Complete %v, want false %v %v",
+				tc.dt, tc.cs, p.Valid(), p.UTF8(), p.Complete(), tc.utf8, tc.compl)
+		}
 	}
-	m.Headers.Set(DataTypeHeader, eventstream.StringValue("UTF8"))
-	m.Headers.Set(CompletionStateHeader, eventstream.StringValue("DONE"))
-	if ParsePart(&m, &p) {
-		t.Fatal("CompletionState DONE accepted")
+}
+
+// TestPartHeadersEmptyPayload: like aws-sdk-go-v2, a part without payload
+// carries no :content-type (WIRE.md §4.1).
+func TestPartHeadersEmptyPayload(t *testing.T) {
+	for _, payload := range [][]byte{nil, {}} {
+		p := Part{Bytes: payload, DataType: DataTypeBinary, CompletionState: CompletionComplete, Padding: []byte("pp")}
+		h := AppendPartHeaders(nil, &p)
+		var names []string
+		for _, x := range h {
+			names = append(names, x.Name)
+		}
+		want := []string{DataTypeHeader, CompletionStateHeader, PaddingHeader, EventTypeHeader, MessageTypeHeader}
+		if !slices.Equal(names, want) {
+			t.Fatalf("payload %v: headers %v, want %v", payload, names, want)
+		}
+		m := eventstream.Message{Headers: h, Payload: payload}
+		b, err := eventstream.AppendMessage(nil, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back eventstream.Message
+		if err := eventstream.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if Classify(&back) != KindPayloadPart || len(back.Payload) != 0 {
+			t.Fatalf("decoded %v", back)
+		}
+		if _, ok := EmptyValue(&back); ok {
+			t.Fatal("EmptyValue found an empty header")
+		}
+	}
+	m := eventstream.Message{Headers: eventstream.Headers{
+		{Name: MessageTypeHeader, Value: eventstream.StringValue("event")},
+		{Name: PaddingHeader, Value: eventstream.StringValue("")},
+	}}
+	if name, ok := EmptyValue(&m); !ok || name != PaddingHeader {
+		t.Fatalf("EmptyValue = %q, %v; want P", name, ok)
 	}
 }
 
