@@ -3,6 +3,7 @@ package bidi_test
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -73,4 +74,20 @@ func TestCABundleFromConfig(t *testing.T) {
 			t.Fatalf("with AWS_CA_BUNDLE: %v", err)
 		}
 	})
+}
+
+// TestCustomEndpointNeedsRegion checks that a custom endpoint without a
+// region fails in Open, before any request: SigV4 signs for a region.
+func TestCustomEndpointNeedsRegion(t *testing.T) {
+	srv := biditest.NewServer(biditest.Echo())
+	defer srv.Close()
+	client := srv.Client(func(o *bidi.Options) { o.Region = "" })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := client.Open(ctx, &bidi.OpenInput{EndpointName: "no-region"}); !errors.Is(err, bidi.ErrNoRegion) {
+		t.Fatalf("Open without a region: %v, want ErrNoRegion", err)
+	}
+	if n := len(srv.Streams()); n != 0 {
+		t.Fatalf("%d requests reached the server", n)
+	}
 }

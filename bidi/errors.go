@@ -36,6 +36,10 @@ var (
 
 	// ErrNoCredentials reports that no credentials provider is configured.
 	ErrNoCredentials = errors.New("bidi: no credentials configured")
+
+	// ErrNoRegion reports that no region is configured. Requests are
+	// signed for a region, so one is needed even with a custom endpoint.
+	ErrNoRegion = errors.New("bidi: no region configured (set Options.Region, AWS_REGION or the profile's region)")
 )
 
 // Names of the modeled error shapes, as returned by ErrorCode.

@@ -249,6 +249,10 @@ func (o *Options) validate() error {
 		return fmt.Errorf("bidi: Options.HealthCheckTimeout %v is negative", o.HealthCheckTimeout)
 	case o.Credentials == nil:
 		return ErrNoCredentials
+	case o.Region == "" && o.BaseEndpoint != nil:
+		// Without a custom endpoint, endpoint resolution reports the
+		// missing region in the rule set's words.
+		return ErrNoRegion
 	}
 	return nil
 }

@@ -84,9 +84,11 @@ func TestOptionsValidate(t *testing.T) {
 		{"health checks disabled", func(o *Options) { o.HealthCheckInterval = -1 }, ""},
 		{"replay disabled", func(o *Options) { o.ReplayLimit = -1 }, ""},
 		{"no credentials", func(o *Options) { o.Credentials = nil }, "credentials"},
+		{"custom endpoint, no region", func(o *Options) { o.Region = ""; o.BaseEndpoint = aws.String("https://127.0.0.1:8443") }, "region"},
+		{"custom endpoint with region", func(o *Options) { o.BaseEndpoint = aws.String("https://127.0.0.1:8443") }, ""},
 	}
 	for _, tc := range cases {
-		o := Options{Credentials: creds}
+		o := Options{Credentials: creds, Region: "us-west-2"}
 		tc.mod(&o)
 		o.setDefaults()
 		err := o.validate()
@@ -104,6 +106,11 @@ func TestOptionsValidate(t *testing.T) {
 	o.setDefaults()
 	if err := o.validate(); !errors.Is(err, ErrNoCredentials) {
 		t.Errorf("no credentials: %v", err)
+	}
+	o = Options{Credentials: creds, BaseEndpoint: aws.String("https://127.0.0.1:8443")}
+	o.setDefaults()
+	if err := o.validate(); !errors.Is(err, ErrNoRegion) {
+		t.Errorf("custom endpoint without a region: %v, want ErrNoRegion", err)
 	}
 }
 
