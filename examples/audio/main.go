@@ -29,14 +29,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := cli.NotifyInterrupt(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -52,18 +51,24 @@ type options struct {
 	timeout              time.Duration
 }
 
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
+// newFlagSet defines every flag on a new flag set writing to out.
+func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	o := &options{}
-	fs := cli.NewFlagSet("audio", "usage: audio [flags]\n\nExample: audio -endpoint my-asr -region us-west-2 -seconds 5\n\n", stderr)
+	fs := cli.NewFlagSet("audio", "usage: audio [flags]\n\nExample: audio -endpoint my-asr -region us-west-2 -seconds 5\n\n", out)
 	o.conn.Register(fs, "; empty runs the in-process demo server")
 	o.conn.RegisterQuery(fs)
-	fs.Float64Var(&o.seconds, "seconds", 2, "length of the audio in `seconds`")
-	fs.Float64Var(&o.freq, "freq", 440, "pitch of the tone in `Hz`")
-	fs.IntVar(&o.sampleRate, "sample-rate", 16000, "samples per second of the 16-bit mono PCM")
-	fs.IntVar(&o.chunkMS, "chunk-ms", 100, "audio per chunk in `milliseconds`")
-	fs.Float64Var(&o.speed, "speed", 1, "pace relative to real time (2: twice as fast; 0: no pacing)")
-	fs.BoolVar(&o.fragment, "fragment", false, "send the chunks as PARTIAL…COMPLETE parts of one message")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the whole session")
+	fs.Float64Var(&o.seconds, "seconds", 2, "length of the audio in `seconds`, e.g. -seconds 0.5")
+	fs.Float64Var(&o.freq, "freq", 440, "pitch of the tone in `Hz`, e.g. -freq 220")
+	fs.IntVar(&o.sampleRate, "sample-rate", 16000, "`samples` per second of the 16-bit mono PCM, e.g. -sample-rate 8000")
+	fs.IntVar(&o.chunkMS, "chunk-ms", 100, "audio per chunk in `milliseconds`, e.g. -chunk-ms 20")
+	fs.Float64Var(&o.speed, "speed", 1, "pace relative to real time (2: twice as fast; 0: no pacing), e.g. -speed 0")
+	fs.BoolVar(&o.fragment, "fragment", false, "send the chunks as PARTIAL…COMPLETE parts of one message, e.g. -fragment")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the whole session, e.g. -timeout 30s")
+	return fs, o
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	fs, o := newFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -90,8 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	if err := session(ctx, o, stdout); err != nil {
-		fmt.Fprintln(stderr, "audio:", err)
-		return 1
+		return cli.Fail(ctx, stderr, "audio", o.conn.Describe(err))
 	}
 	return 0
 }

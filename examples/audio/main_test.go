@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 func runAudio(t *testing.T, args ...string) (string, time.Duration) {
@@ -89,5 +92,24 @@ func TestFlags(t *testing.T) {
 		if code := run(ctx, args, &out, &errOut); code != 2 {
 			t.Errorf("%q: exit code %d, want 2", args, code)
 		}
+	}
+}
+
+// TestInterrupted runs the program with a context cancelled as Ctrl-C
+// cancels it: exit code 130 and "audio: interrupted".
+func TestInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cli.ErrInterrupted)
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"-seconds", "0.2"}, &out, &errOut); code != cli.ExitInterrupted || errOut.String() != "audio: interrupted\n" {
+		t.Errorf("exit code %d, stderr %q; want 130, \"audio: interrupted\"", code, errOut.String())
+	}
+}
+
+// TestEveryFlagHasAnExample checks that -h shows every flag in use.
+func TestEveryFlagHasAnExample(t *testing.T) {
+	fs, _ := newFlagSet(io.Discard)
+	if missing := cli.FlagsWithoutExample(fs); len(missing) > 0 {
+		t.Errorf("flags without an example in -h: %q", missing)
 	}
 }

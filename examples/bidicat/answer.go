@@ -156,6 +156,7 @@ func (a *answerer) finish() error {
 // print prints an answer and resets the accumulators for the next one.
 func (a *answerer) print(j jsonAnswer) error {
 	a.reset()
+	a.out.answers++
 	if a.out.o.json {
 		j.Type = "answer"
 		return a.out.emit(j)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,11 +115,12 @@ func TestEndpointURLAndCACert(t *testing.T) {
 		t.Errorf("violations: %v", v)
 	}
 
-	// Without -ca-cert, the server's certificate is not trusted.
+	// Without -ca-cert, the server's certificate is not trusted: as when
+	// the gateway restarted with a new one.
 	r = runCat(t, cleanEnv(t), "x\n", "-endpoint", "my-endpoint", "-endpoint-url", srv.URL)
 	r.wantCode(t, exitFailure)
-	if !strings.Contains(r.stderr, "certificate") {
-		t.Errorf("stderr %q does not mention the certificate", r.stderr)
+	if !strings.Contains(r.stderr, "certificate signed by unknown authority") || !strings.Contains(r.stderr, "re-trust the certificate written with -cert-out") {
+		t.Errorf("stderr %q does not mention the certificate, or how to trust it", r.stderr)
 	}
 }
 
@@ -168,7 +170,8 @@ func TestUsageErrors(t *testing.T) {
 func TestHelp(t *testing.T) {
 	r := runCat(t, cleanEnv(t), "", "-h")
 	r.wantCode(t, exitOK)
-	for _, want := range []string{"Examples:", "Exit codes:", "bidicat -local", "-endpoint-url", "130"} {
+	for _, want := range []string{"Examples:", "Exit codes:", "bidicat -local", "-endpoint-url https://localhost:8443 -ca-cert /tmp/gateway.pem -query mode=echo -linger 3s",
+		"loses its last output", "130"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("-h lacks %q", want)
 		}
@@ -306,6 +309,80 @@ func TestInterrupt(t *testing.T) {
 	r := finished(t, cmd, cmd.Wait(), start, stdout, stderr)
 	r.wantCode(t, exitInterrupted)
 	if !strings.Contains(r.stderr, "interrupted") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+// silent reads every message and answers none; the stream ends cleanly
+// when bidicat ends its side.
+var silent = biditest.HandlerFunc(func(st *biditest.Stream) {
+	st.Accept()
+	for {
+		if _, err := st.Recv(); err != nil {
+			return
+		}
+	}
+})
+
+// TestReceivedNothing warns when the input was sent but nothing came
+// back, which is what a too short -linger looks like; -q silences it.
+func TestReceivedNothing(t *testing.T) {
+	_, flags := server(t, silent)
+	args := append(flags, "-endpoint", "e", "-linger", "100ms")
+	r := runCat(t, cleanEnv(t), "hello\n", args...)
+	r.wantCode(t, exitOK)
+	if want := "bidicat: sent 1 part 5 B but received nothing; the model may need time after the input ends: try -linger 3s\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+	r = runCat(t, cleanEnv(t), "hello\n", append(args, "-q")...)
+	r.wantCode(t, exitOK)
+	if r.stderr != "" {
+		t.Errorf("-q, yet stderr %q", r.stderr)
+	}
+	r = runCat(t, cleanEnv(t), "", args...)
+	r.wantCode(t, exitOK)
+	if r.stderr != "" {
+		t.Errorf("nothing sent, yet stderr %q", r.stderr)
+	}
+}
+
+// TestUndecodableOutput checks -o events and -o answer against a model
+// that answers with text that is neither SSE nor JSON Lines: they print
+// nothing, so they say so, and exit 1 as -h promises.
+func TestUndecodableOutput(t *testing.T) {
+	for _, mode := range []string{"events", "answer"} {
+		r := runCat(t, cleanEnv(t), "hello\n", "-local", "-o", mode)
+		r.wantCode(t, exitFailure)
+		if want := "received 5 bytes that framed no SSE or JSON Lines event; try -o raw"; !strings.Contains(r.stderr, want) || r.stdout != "" {
+			t.Errorf("-o %s: stdout %q, stderr %q; want %q", mode, r.stdout, r.stderr, want)
+		}
+		r = runCat(t, cleanEnv(t), "hello\n", "-local", "-o", mode, "-json")
+		r.wantCode(t, exitFailure)
+		objs := r.jsonLines(t)
+		if p := ofType(objs, "decode_error"); len(p) != 1 || !strings.Contains(p[0]["error"].(string), "try -o raw") {
+			t.Errorf("-o %s -json: %s", mode, r.stdout)
+		}
+	}
+	// Events that rebuild no answer: only a [DONE].
+	_, flags := server(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		if _, err := st.Recv(); err == nil {
+			st.Send(bidi.Text("data: [DONE]\n\n"))
+		}
+	}))
+	r := runCat(t, cleanEnv(t), "x\n", append(flags, "-endpoint", "e", "-o", "answer", "-linger", "0")...)
+	r.wantCode(t, exitFailure)
+	if want := "1 event but rebuilt no answer; try -o events"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+}
+
+// TestMissingRegionHint checks the hint of the first error a new user
+// meets.
+func TestMissingRegionHint(t *testing.T) {
+	env := slices.DeleteFunc(cleanEnv(t), func(kv string) bool { return strings.HasPrefix(kv, "AWS_REGION=") })
+	r := runCat(t, env, "", "-endpoint", "e")
+	r.wantCode(t, exitUsage)
+	if !strings.Contains(r.stderr, "Missing Region; set -region or AWS_REGION\n") {
 		t.Errorf("stderr %q", r.stderr)
 	}
 }

@@ -26,6 +26,7 @@ type jsonError struct {
 	OriginalStatusCode int    `json:"original_status_code,omitempty"`
 	LogStreamArn       string `json:"log_stream_arn,omitempty"`
 	Field              string `json:"field,omitempty"`
+	Hint               string `json:"hint,omitempty"`
 }
 
 // classify returns the exit code and the class of err.
@@ -101,8 +102,11 @@ func (c *cat) reportError(err error, interrupted bool) int {
 	if errors.Is(err, errTimeout) || errors.Is(err, context.DeadlineExceeded) {
 		msg = fmt.Sprintf("timed out after %s", c.o.timeout)
 	}
-	j := jsonError{Type: "error", ExitCode: code, Class: class, Error: msg}
+	j := jsonError{Type: "error", ExitCode: code, Class: class, Error: msg, Hint: c.o.conn.Hint(err)}
 	describe(err, &j)
+	if j.Hint != "" {
+		msg += "; " + j.Hint
+	}
 
 	var b strings.Builder
 	switch class {

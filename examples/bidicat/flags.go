@@ -23,6 +23,8 @@ const (
 const (
 	defaultChunk  = 3200 // 100 ms of 16 kHz 16-bit mono PCM
 	localEndpoint = "local-demo"
+	// defaultLinger is -linger when the input is not typed on a terminal.
+	defaultLinger = time.Second
 )
 
 // options is the parsed command line.
@@ -49,6 +51,10 @@ type options struct {
 	debug   bool
 	linger  time.Duration
 	timeout time.Duration
+
+	// Flags given on the command line, whose defaults depend on the
+	// terminals (see applyDefaults).
+	lingerSet, newlineSet bool
 }
 
 // fileList is a repeatable string flag.
@@ -79,10 +85,12 @@ func newFlagSet(o *options, dataType *string, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.mode, "o", modeRaw, "output `mode`: raw (message bytes), events (decoded SSE or JSON Lines events) or answer (rebuilt answers), e.g. -o answer")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per line: response, messages, events, answers, errors, summary, e.g. -json")
 	fs.BoolVar(&o.parts, "parts", false, "with -json -o raw, one object per part as it arrives instead of per message, e.g. -json -parts")
-	fs.BoolVar(&o.newline, "nl", false, "with -o raw, write a newline after each complete message, e.g. -nl")
+	fs.BoolVar(&o.newline, "nl", false, "with -o raw, write a newline after each complete message (default true when stdout is a terminal, where messages would run together; -nl=false turns it off), e.g. -nl")
 	fs.BoolVar(&o.quiet, "q", false, "no status line or notes on stderr (errors are still reported), e.g. -q")
 	fs.BoolVar(&o.debug, "debug", false, "print the SDK's diagnostic lines on stderr (retries, stream ends; never payloads or credentials), e.g. -debug")
-	fs.DurationVar(&o.linger, "linger", 0, "after the input ends, wait until the model has been silent this long before ending the session, for containers that stop at the end of the input, e.g. -linger 500ms")
+	fs.DurationVar(&o.linger, "linger", 0, "after the input ends, wait until the model has been silent for this `duration` before ending the session "+
+		"(default 1s when the input is not typed on a terminal, except with -local; 0 ends it at once): SageMaker closes the model's "+
+		"WebSocket when the client's side ends, and a model still answering loses its last output, e.g. -linger 3s")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this `duration` (0: never), e.g. -timeout 30s")
 	fs.Usage = func() { usage(fs) }
 	return fs
@@ -110,8 +118,9 @@ Examples:
   # a real endpoint, one JSON request per line, machine-readable output
   bidicat -endpoint my-endpoint -region us-west-2 -o events -json < requests.jsonl
 
-  # the local gateway (examples/gateway) in front of a model container
-  bidicat -endpoint demo -endpoint-url https://localhost:8443 -ca-cert /tmp/gateway.pem -query mode=echo
+  # the local gateway (examples/gateway) in front of a model container; -linger
+  # keeps the stream open until the model has been quiet 3s after the input
+  bidicat -endpoint demo -endpoint-url https://localhost:8443 -ca-cert /tmp/gateway.pem -query mode=echo -linger 3s
 
   # live audio: 16 kHz 16-bit mono PCM in 100 ms messages, in real time
   bidicat -endpoint asr -binary speech.pcm -chunk 3200 -rate 32000 -o raw -json -parts
@@ -150,6 +159,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.lingerSet, o.newlineSet = set["linger"], set["nl"]
+	o.conn.Debug = o.debug
 	if fs.NArg() > 0 {
 		return nil, usagef("unexpected argument %q (input comes from stdin, -file or -binary)", fs.Arg(0))
 	}
@@ -196,6 +207,21 @@ func (o *options) check(set map[string]bool) error {
 		return usagef("-timeout and -linger want positive durations")
 	}
 	return nil
+}
+
+// applyDefaults sets the defaults that depend on the terminals: with
+// input that is not typed, -linger 1s (a model gets time to answer the
+// last input before a SageMaker-like service closes its WebSocket;
+// someone typing has seen the answers before pressing Ctrl-D, and the
+// in-process demo model of -local answers until the stream ends); with
+// raw output on a terminal, -nl.
+func (o *options) applyDefaults(typing, stdoutTTY bool) {
+	if !o.lingerSet && !typing && !o.local {
+		o.linger = defaultLinger
+	}
+	if !o.newlineSet && stdoutTTY && o.mode == modeRaw && !o.json {
+		o.newline = true
+	}
 }
 
 // isHelp reports whether err asks for the usage text only.

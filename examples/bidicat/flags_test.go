@@ -1,10 +1,11 @@
 package main
 
 import (
-	"flag"
 	"io"
-	"strings"
 	"testing"
+	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 // TestEveryFlagHasAnExample checks that -h documents every flag with an
@@ -13,11 +14,36 @@ func TestEveryFlagHasAnExample(t *testing.T) {
 	var o options
 	var dataType string
 	fs := newFlagSet(&o, &dataType, io.Discard)
-	fs.VisitAll(func(f *flag.Flag) {
-		if !strings.Contains(f.Usage, "e.g. ") || !strings.Contains(f.Usage[strings.Index(f.Usage, "e.g. "):], "-"+f.Name) {
-			t.Errorf("-%s: usage %q has no example", f.Name, f.Usage)
+	if missing := cli.FlagsWithoutExample(fs); len(missing) > 0 {
+		t.Errorf("flags without an example in -h: %q", missing)
+	}
+}
+
+// TestTerminalDefaults checks the defaults that depend on the terminals:
+// -linger 1s unless the input is typed (or -local), -nl when raw output
+// goes to a terminal, and neither when the flag is given.
+func TestTerminalDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		args              []string
+		typing, stdoutTTY bool
+		linger            time.Duration
+		nl                bool
+	}{
+		{[]string{"-endpoint", "e"}, false, false, time.Second, false},
+		{[]string{"-endpoint", "e"}, true, true, 0, true},
+		{[]string{"-endpoint", "e", "-linger", "0", "-nl=false"}, false, true, 0, false},
+		{[]string{"-endpoint", "e", "-linger", "3s", "-json"}, true, true, 3 * time.Second, false},
+		{[]string{"-local", "-o", "answer"}, false, true, 0, false},
+	} {
+		o, err := parseFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
 		}
-	})
+		o.applyDefaults(tc.typing, tc.stdoutTTY)
+		if o.linger != tc.linger || o.newline != tc.nl {
+			t.Errorf("%q (typing %v, stdout a terminal %v): -linger %v -nl %v, want %v %v", tc.args, tc.typing, tc.stdoutTTY, o.linger, o.newline, tc.linger, tc.nl)
+		}
+	}
 }
 
 func TestProgressBarAndSizes(t *testing.T) {

@@ -86,3 +86,17 @@ func TestGatewayContainerCloses(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayPipeWithoutLinger pipes lines to the gateway with no
+// -linger: the gateway, like SageMaker, closes the container's WebSocket
+// once bidicat's input ends, so bidicat waits for the model to go quiet
+// (the default -linger of piped input) before it ends its side, or the
+// echoes in flight are lost.
+func TestGatewayPipeWithoutLinger(t *testing.T) {
+	flags := gateway(t)
+	r := runCat(t, cleanEnv(t), "hello\nworld\n", append(flags, "-query", "mode=echo", "-nl")...)
+	r.wantCode(t, exitOK)
+	if r.stdout != "hello\nworld\n" || r.stderr != "" {
+		t.Errorf("stdout %q, stderr %q; want both lines echoed", r.stdout, r.stderr)
+	}
+}

@@ -15,17 +15,22 @@
 // local gateway of examples/gateway:
 //
 //	bidicat -endpoint my-endpoint -region us-west-2 < prompts.jsonl
-//	bidicat -endpoint demo -endpoint-url https://localhost:8443 -ca-cert /tmp/gateway.pem
+//	bidicat -endpoint demo -endpoint-url https://localhost:8443 -ca-cert /tmp/gateway.pem -linger 3s
 //
 // Input is standard input line by line (one message per line), whole
 // files (-file), or a binary file in paced chunks (-binary, -chunk,
 // -rate), sent as UTF8 or BINARY (-type). Output is the raw bytes of the
-// model's messages, the decoded events of its SSE or JSON Lines stream
-// (-o events) or the answers rebuilt from them (-o answer); -json prints
-// one JSON object per line for scripts. On a terminal a live status line
-// on standard error shows the invoked variant, the bytes and parts each
-// way, the time to the first byte and a spinner or an upload progress
-// bar; -q silences it.
+// model's messages (a newline after each on a terminal, -nl), the decoded
+// events of its SSE or JSON Lines stream (-o events) or the answers
+// rebuilt from them (-o answer); -json prints one JSON object per line
+// for scripts. On a terminal a live status line on standard error shows
+// the invoked variant, the bytes and parts each way, the time to the
+// first byte and a spinner or an upload progress bar; -q silences it.
+//
+// When the input ends, bidicat waits until the model has been silent for
+// -linger (1s by default unless the input is typed on a terminal) before
+// it ends its side of the stream: SageMaker then closes the model's
+// WebSocket, and an answer still on its way would be lost.
 //
 // Exit codes: 0 success, 1 other failures, 2 usage errors, 3 HTTP errors
 // before the stream started, 4 errors in the middle of the stream, 130
@@ -35,12 +40,12 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cli.NotifyInterrupt(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -40,6 +40,13 @@ type output struct {
 	closed bool            // dec is closed
 	ans    answerer
 	failed bool // some output could not be decoded
+
+	// What the decoder was given and made of it, to tell when the model's
+	// text framed nothing to print.
+	decoded     int64 // bytes written to dec
+	significant bool  // some of them were not whitespace
+	events      int   // events framed
+	answers     int   // answers printed
 }
 
 func newOutput(o *options, stdout io.Writer, st *status) *output {
@@ -90,6 +97,8 @@ func (out *output) part(p bidi.Part) error {
 		return out.collect(p)
 	}
 	out.dec.Write(p.Data)
+	out.decoded += int64(len(p.Data))
+	out.significant = out.significant || len(bytes.TrimSpace(p.Data)) > 0
 	return out.drain()
 }
 
@@ -132,6 +141,7 @@ func (out *output) drain() error {
 			}
 			continue
 		}
+		out.events++
 		if out.o.mode == modeEvents {
 			err = out.event(ev)
 		} else {
@@ -192,10 +202,36 @@ func (out *output) end() error {
 	if err := out.ans.finish(); err != nil {
 		return err
 	}
+	if err := out.checkPrinted(); err != nil {
+		return err
+	}
 	if out.failed {
 		return errUndecodable
 	}
 	return nil
+}
+
+// checkPrinted reports text from the model that printed nothing in the
+// events and answer modes: bytes that framed no event (plain text, which
+// SSE ignores as unknown fields), or events that rebuilt no answer.
+func (out *output) checkPrinted() error {
+	switch {
+	case out.failed || !out.significant:
+		return nil
+	case out.events == 0:
+		return out.problem("decode", fmt.Errorf("received %d bytes that framed no SSE or JSON Lines event; try -o raw", out.decoded))
+	case out.o.mode == modeAnswer && out.answers == 0:
+		return out.problem("answer", fmt.Errorf("received %d bytes in %s but rebuilt no answer; try -o events", out.decoded, plural(out.events, "event")))
+	}
+	return nil
+}
+
+// plural returns "1 event", "2 events".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // JSON lines of -json.

@@ -72,6 +72,13 @@ func runOnTerminal(t *testing.T, stdin string, args ...string) (string, result) 
 // Ctrl-D.
 func onTerminal(t *testing.T, stdin string, typed bool, args ...string) (string, result) {
 	t.Helper()
+	return onTerminalStreams(t, stdin, typed, false, args...)
+}
+
+// onTerminalStreams runs the binary with stderr on a pseudo-terminal,
+// stdin too if typed, and stdout too if stdoutToo.
+func onTerminalStreams(t *testing.T, stdin string, typed, stdoutToo bool, args ...string) (string, result) {
+	t.Helper()
 	master, slave := openPTY(t)
 	defer master.Close()
 	screen := make(chan []byte, 1)
@@ -91,6 +98,9 @@ func onTerminal(t *testing.T, stdin string, typed bool, args ...string) (string,
 	cmd.Stderr = slave
 	if typed {
 		cmd.Stdin = slave
+	}
+	if stdoutToo {
+		cmd.Stdout = slave
 	}
 	start := time.Now()
 	err := cmd.Start()
@@ -173,5 +183,21 @@ func TestTypedInputGetsSummaryOnly(t *testing.T) {
 	}
 	if strings.Contains(screen, "\x1b[K") || !strings.Contains(screen, "bidicat: variant AllTraffic: sent 1 part 10 B") {
 		t.Errorf("want no live line over the typing, but a summary; the terminal showed %q", screen)
+	}
+}
+
+// TestRawOnTerminalEndsMessages checks that -o raw on a terminal ends
+// each message with a newline, so that messages do not run together, and
+// that -nl=false turns it off.
+func TestRawOnTerminalEndsMessages(t *testing.T) {
+	screen, r := onTerminalStreams(t, "hello\nworld\n", false, true, "-local", "-q")
+	r.wantCode(t, exitOK)
+	if screen != "hello\r\nworld\r\n" {
+		t.Errorf("the terminal showed %q, want one line per message", screen)
+	}
+	screen, r = onTerminalStreams(t, "hello\nworld\n", false, true, "-local", "-q", "-nl=false")
+	r.wantCode(t, exitOK)
+	if screen != "helloworld" {
+		t.Errorf("-nl=false: the terminal showed %q", screen)
 	}
 }

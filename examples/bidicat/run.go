@@ -19,7 +19,7 @@ const (
 	exitUsage       = 2
 	exitHTTP        = 3
 	exitStream      = 4
-	exitInterrupted = 130
+	exitInterrupted = cli.ExitInterrupted
 )
 
 // errTimeout is the cause of the context of a session that hit -timeout.
@@ -49,11 +49,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// Someone typing the input on the terminal gets no live line, which
 	// would be drawn over what they type; the summary still comes.
 	typing := cli.IsTerminal(stdin) && o.binary == "" && len(o.files) == 0
+	o.applyDefaults(typing, cli.IsTerminal(stdout))
 	st := newStatus(stderr, !o.quiet && cli.IsTerminal(stderr), !typing, cli.IsTerminal(stdout))
 	c := &cat{o: o, st: st, out: newOutput(o, stdout, st)}
 	err = c.session(sessCtx, stdin)
 	st.finish()
-	return c.report(err, ctx.Err() != nil)
+	return c.report(err, cli.Interrupted(ctx))
 }
 
 // cat runs one session: a sender goroutine for the input, a receiver
@@ -161,6 +162,8 @@ func (c *cat) report(err error, interrupted bool) int {
 	code := exitOK
 	if err != nil {
 		code = c.reportError(err, interrupted)
+	} else {
+		c.warnSilence()
 	}
 	if c.o.json && c.opened {
 		sp, sb, rp, rb, ttfb, total := c.st.snapshot()
@@ -171,3 +174,15 @@ func (c *cat) report(err error, interrupted bool) int {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// warnSilence warns, unless -q, when the input was sent and the stream
+// ended cleanly without a byte of answer: most likely the model needed
+// more time after the input ended than -linger gave it.
+func (c *cat) warnSilence() {
+	sp, sb, rp, _, _, _ := c.st.snapshot()
+	if c.o.quiet || sp == 0 || rp > 0 {
+		return
+	}
+	c.st.write(c.st.stderr, fmt.Appendf(nil, "bidicat: sent %s but received nothing; the model may need time after the input ends: try -linger %s\n",
+		count(sp, sb), max(3*time.Second, 2*c.o.linger)))
+}

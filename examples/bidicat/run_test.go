@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestRunInProcess runs the program's run function, so that the race
@@ -73,5 +74,48 @@ func TestLiveStatusConcurrently(t *testing.T) {
 	}
 	if strings.Count(got, "output\n") != 50 {
 		t.Errorf("output lines lost or cut")
+	}
+}
+
+// TestStatusLineFits80Columns draws the live line of a busy session on an
+// 80-column terminal: it fits, and no field is cut (the reviewer saw
+// "ttfb 9m" for "ttfb 9ms").
+func TestStatusLineFits80Columns(t *testing.T) {
+	for _, tc := range []struct {
+		variant         string
+		upload          int64
+		sent, recv      int64
+		ttfb, elapsed   time.Duration
+		want, wantShort string
+	}{
+		{"AllTraffic", 0, 5, 123, 9 * time.Millisecond, 1230 * time.Millisecond, "ttfb 9ms", "↑ 5 parts 15.6 KiB"},
+		{"AllTraffic", 16000, 5, 123, 9 * time.Millisecond, 1230 * time.Millisecond, "ttfb 9ms", "[##########] 100%"},
+		{strings.Repeat("LongVariantName", 4), 1 << 30, 123456, 654321, 1234567 * time.Microsecond, 75 * time.Minute, "ttfb 1.23s", "1h15m"},
+	} {
+		var screen bytes.Buffer
+		st := newStatus(&screen, true, true, false)
+		st.width = 80
+		now := time.Now()
+		st.opened, st.firstByte = now.Add(-tc.elapsed), now.Add(-tc.elapsed).Add(tc.ttfb)
+		st.setConnected(tc.variant)
+		st.setUpload(tc.upload)
+		for range tc.sent {
+			st.sent(16000 / int(tc.sent))
+		}
+		st.sentBytes = 16000
+		st.recvParts, st.recvBytes = tc.recv, 16000
+		st.draw()
+		line := strings.TrimPrefix(screen.String(), "\r\x1b[K")
+		if n := utf8.RuneCountInString(line); n > 79 {
+			t.Errorf("the line has %d columns, more than 79 of 80: %q", n, line)
+		}
+		for _, want := range []string{tc.want, tc.wantShort} {
+			if !strings.Contains(line, want) {
+				t.Errorf("the line %q lacks %q", line, want)
+			}
+		}
+		if !strings.HasSuffix(line, "s") && !strings.HasSuffix(line, "m") {
+			t.Errorf("the line %q does not end with the elapsed time", line)
+		}
 	}
 }

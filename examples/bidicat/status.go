@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // statusInterval is how often the status line is redrawn.
@@ -182,28 +183,49 @@ func (s *status) erase() {
 
 // draw redraws the status line; s.mu is held.
 func (s *status) draw() {
-	var b strings.Builder
-	b.WriteString("\r\x1b[K")
+	var prefix string
 	if s.upTotal > 0 {
-		b.WriteString(progressBar(s.sentBytes, s.upTotal))
+		prefix = progressBar(s.sentBytes, s.upTotal)
 	} else {
-		b.WriteString(spinner[s.frame%len(spinner)])
+		prefix = spinner[s.frame%len(spinner)]
 		s.frame++
 	}
 	ttfb := "ttfb -"
 	if !s.firstByte.IsZero() {
 		ttfb = "ttfb " + round(s.firstByte.Sub(s.opened))
 	}
-	line := fmt.Sprintf(" %s  ↑ %s  ↓ %s  %s  %s", s.variantLabel(),
-		count(s.sentParts, s.sentBytes), count(s.recvParts, s.recvBytes), ttfb, round(time.Since(s.opened)))
-	// A line longer than the terminal would wrap, and \r would then
-	// redraw only its last row.
-	if r := []rune(line); len(r) > s.width-18 {
-		line = string(r[:s.width-18])
+	// A line as wide as the terminal would wrap (or, in the last column,
+	// move the cursor), and \r would then redraw only its last row. So
+	// the line leaves the last column free, and shortens field by field
+	// rather than cutting one in the middle: part counts go first, then
+	// the variant is shortened, then the elapsed time and the ttfb go.
+	budget := s.width - 1 - utf8.RuneCountInString(prefix)
+	up, down := "↑ "+count(s.sentParts, s.sentBytes), "↓ "+count(s.recvParts, s.recvBytes)
+	variant := s.variantLabel()
+	tail := []string{ttfb, round(time.Since(s.opened))}
+	line := statusLine(variant, up, down, tail)
+	if over := utf8.RuneCountInString(line) - budget; over > 0 {
+		up, down = "↑ "+size(s.sentBytes), "↓ "+size(s.recvBytes)
+		line = statusLine(variant, up, down, tail)
 	}
-	b.WriteString(line)
-	io.WriteString(s.stderr, b.String())
+	for over := utf8.RuneCountInString(line) - budget; over > 0; over = utf8.RuneCountInString(line) - budget {
+		if v := []rune(variant); len(v) > 8 {
+			variant = string(v[:max(7, len(v)-over-1)]) + "…"
+		} else if len(tail) > 0 {
+			tail = tail[:len(tail)-1]
+		} else {
+			line = string([]rune(line)[:max(0, budget)]) // a very narrow terminal
+			break
+		}
+		line = statusLine(variant, up, down, tail)
+	}
+	io.WriteString(s.stderr, "\r\x1b[K"+prefix+line)
 	s.drawn = true
+}
+
+// statusLine joins the fields of the live line.
+func statusLine(variant, up, down string, tail []string) string {
+	return " " + strings.Join(append([]string{variant, up, down}, tail...), "  ")
 }
 
 func (s *status) variantLabel() string {

@@ -53,7 +53,7 @@ func (c *conversation) run(ctx context.Context, client *bidi.Client, in *bidi.Op
 	if _, err := c.events.Next(); err != io.EOF {
 		return fmt.Errorf("after the last answer: want the end of the stream, got %v", err)
 	}
-	fmt.Fprintf(c.out, "\nsession closed cleanly after %d turns\n", len(prompts))
+	fmt.Fprintf(c.out, "\nsession closed cleanly after %s\n", plural(len(prompts), "turn"))
 	return nil
 }
 
@@ -73,12 +73,16 @@ func (c *conversation) turn(ctx context.Context, prompt string) error {
 	if err := c.sess.Send(ctx, bidi.Message{Data: req, Type: bidi.DataTypeUTF8}); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.out, "      [sent a %d-byte request carrying %d messages of history]\n", len(req), len(c.history))
+	fmt.Fprintf(c.out, "      [sent a %d-byte request carrying %s of history]\n", len(req), plural(len(c.history), "message"))
 
 	c.acc.Reset()
 	p := &cli.Printer{Out: c.out}
 	// An SSE answer ends with "data: [DONE]"; a JSON Lines one with its
-	// last chunk.
+	// last chunk. Whatever the model sent after that in the same message
+	// or the next (the blank line closing the [DONE] event, say) stays in
+	// c.events, which frames the whole session's bytes: it is read as the
+	// start of the next turn, or before the end of the stream, never lost
+	// nor mistaken for an answer.
 	for !c.acc.Done() && !(c.events.Format() == schema.FormatJSONLines && c.acc.Complete()) {
 		ev, err := c.events.Next()
 		if err == io.EOF {
@@ -119,4 +123,12 @@ func (c *conversation) turn(ctx context.Context, prompt string) error {
 	// The rebuilt answer joins the history: the next turn has context.
 	c.history = append(c.history, ch.Message.Param())
 	return nil
+}
+
+// plural returns "1 message", "2 messages", and so on for noun.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

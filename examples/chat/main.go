@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
@@ -36,7 +35,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := cli.NotifyInterrupt(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -56,12 +55,18 @@ type options struct {
 	prompts   []string
 }
 
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
+// newFlagSet defines every flag on a new flag set writing to out.
+func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	o := &options{}
-	fs := cli.NewFlagSet("chat", "usage: chat [flags] [prompt ...]\n\nExample: chat -endpoint my-llm -region us-west-2 \"What is SageMaker?\"\n\n", stderr)
+	fs := cli.NewFlagSet("chat", "usage: chat [flags] [prompt ...]\n\nExample: chat -endpoint my-llm -region us-west-2 \"What is SageMaker?\"\n\n", out)
 	o.conn.Register(fs, "; empty runs the in-process demo server")
-	fs.IntVar(&o.maxTokens, "max-tokens", 256, "upper bound of generated `tokens` per answer")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the whole conversation")
+	fs.IntVar(&o.maxTokens, "max-tokens", 256, "upper bound of generated `tokens` per answer, e.g. -max-tokens 1024")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the whole conversation, e.g. -timeout 10m")
+	return fs, o
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	fs, o := newFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -90,13 +95,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	client, err := o.conn.Client(ctx, srv)
 	if err != nil {
-		fmt.Fprintln(stderr, "chat:", err)
-		return 1
+		return cli.Fail(ctx, stderr, "chat", o.conn.Describe(err))
 	}
 	c := &conversation{out: stdout, maxTokens: o.maxTokens}
 	if err := c.run(ctx, client, o.conn.OpenInput("demo-endpoint"), o.prompts); err != nil {
-		fmt.Fprintln(stderr, "chat:", err)
-		return 1
+		return cli.Fail(ctx, stderr, "chat", o.conn.Describe(err))
 	}
 	return 0
 }

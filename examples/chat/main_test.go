@@ -3,9 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 func TestChatWithoutAWS(t *testing.T) {
@@ -19,7 +25,7 @@ func TestChatWithoutAWS(t *testing.T) {
 	for _, want := range []string{
 		`session open: invoked variant "AllTraffic"`,
 		"you> hello there\n",
-		"carrying 1 messages of history",
+		"carrying 1 message of history",
 		"model (thinking)> Okay, the user wrote \"hello there\"",
 		"model> You said: hello there\n",
 		"you> and once more\n",
@@ -52,5 +58,83 @@ func TestChatDefaultPromptsAndFlags(t *testing.T) {
 	}
 	if code := run(ctx, []string{"-bogus"}, &out, &errOut); code != 2 {
 		t.Errorf("bad flag exit code %d, want 2", code)
+	}
+}
+
+// randomPrompts returns n prompts of 1 to 30 characters, some of them
+// multi-byte, quotes or backslashes, and always 1-character ones.
+func randomPrompts(seed uint64, n int) []string {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	alphabet := []rune(`abcXYZ 019?!"\é漢字🙂ß`)
+	prompts := []string{"a", "é"}
+	for len(prompts) < n {
+		r := make([]rune, 1+rng.IntN(30))
+		for i := range r {
+			r[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		if p := strings.TrimSpace(string(r)); p != "" {
+			prompts = append(prompts, p)
+		}
+	}
+	return prompts
+}
+
+// TestManyPrompts holds 20-turn conversations, and 1-turn ones, with demo
+// models that cut their answers differently: the tail of one answer (the
+// rest of the message carrying [DONE], or its blank line in a message of
+// its own) never leaks into the next turn or the end of the stream.
+func TestManyPrompts(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			srv := biditest.NewServer(biditest.DemoModel(&biditest.DemoOptions{Seed: seed, MaxCut: int(4 + 20*(seed-1))}))
+			defer srv.Close()
+			client := srv.Client()
+			prompts := randomPrompts(seed, 20)
+			runs := [][]string{prompts}
+			for _, p := range prompts {
+				runs = append(runs, []string{p})
+			}
+			for _, run := range runs {
+				var out bytes.Buffer
+				c := &conversation{out: &out, maxTokens: 64}
+				if err := c.run(ctx, client, (&cli.Flags{}).OpenInput("e"), run); err != nil {
+					t.Fatalf("%v\nprompts %q\n%s", err, run, out.String())
+				}
+				got := out.String()
+				for _, p := range run {
+					if !strings.Contains(got, "\nmodel> You said: "+p+"\n") {
+						t.Errorf("no answer to %q:\n%s", p, got)
+					}
+				}
+				want := fmt.Sprintf("session closed cleanly after %d turns\n", len(run))
+				if len(run) == 1 {
+					want = "session closed cleanly after 1 turn\n"
+				}
+				if !strings.Contains(got, want) {
+					t.Errorf("output lacks %q:\n%s", want, got)
+				}
+			}
+		})
+	}
+}
+
+// TestInterrupted runs the program with a context cancelled as Ctrl-C
+// cancels it: exit code 130 and "chat: interrupted".
+func TestInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cli.ErrInterrupted)
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"hi"}, &out, &errOut); code != cli.ExitInterrupted || errOut.String() != "chat: interrupted\n" {
+		t.Errorf("exit code %d, stderr %q; want 130, \"chat: interrupted\"", code, errOut.String())
+	}
+}
+
+// TestEveryFlagHasAnExample checks that -h shows every flag in use.
+func TestEveryFlagHasAnExample(t *testing.T) {
+	fs, _ := newFlagSet(io.Discard)
+	if missing := cli.FlagsWithoutExample(fs); len(missing) > 0 {
+		t.Errorf("flags without an example in -h: %q", missing)
 	}
 }

@@ -31,7 +31,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"sync/atomic"
 	"time"
 
@@ -43,7 +42,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := cli.NotifyInterrupt(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -57,15 +56,21 @@ type options struct {
 	timeout                  time.Duration
 }
 
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
+// newFlagSet defines every flag on a new flag set writing to out.
+func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	o := &options{}
-	fs := cli.NewFlagSet("concurrent", "usage: concurrent [flags]\n\nExample: concurrent -sessions 100 -messages 10 -endpoint my-echo -query mode=echo\n\n", stderr)
+	fs := cli.NewFlagSet("concurrent", "usage: concurrent [flags]\n\nExample: concurrent -sessions 100 -messages 10 -endpoint my-echo -query mode=echo\n\n", out)
 	o.conn.Register(fs, " of an echo model; empty runs the in-process server")
 	o.conn.RegisterQuery(fs)
-	fs.IntVar(&o.sessions, "sessions", 50, "concurrent sessions")
-	fs.IntVar(&o.messages, "messages", 20, "messages per session")
-	fs.IntVar(&o.size, "size", 256, "message size in `bytes`")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the whole run")
+	fs.IntVar(&o.sessions, "sessions", 50, "concurrent `sessions`, e.g. -sessions 200")
+	fs.IntVar(&o.messages, "messages", 20, "`messages` per session, e.g. -messages 100")
+	fs.IntVar(&o.size, "size", 256, "message size in `bytes` (32 to 16 MiB), e.g. -size 4096")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the whole run, e.g. -timeout 5m")
+	return fs, o
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	fs, o := newFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -95,13 +100,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	client, err := newClient(ctx, o, srv, &dials)
 	if err != nil {
-		fmt.Fprintln(stderr, "concurrent:", err)
-		return 1
+		return cli.Fail(ctx, stderr, "concurrent", o.conn.Describe(err))
 	}
 	rep, err := load(ctx, client, o.conn.OpenInput("demo-endpoint"), o)
 	if err != nil {
-		fmt.Fprintln(stderr, "concurrent:", err)
-		return 1
+		return cli.Fail(ctx, stderr, "concurrent", o.conn.Describe(err))
 	}
 	rep.connections = dials.Load()
 	if srv != nil {

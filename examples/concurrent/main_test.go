@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/pem"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 func TestConcurrentSessionsShareOneConnection(t *testing.T) {
@@ -102,5 +104,24 @@ func TestCABundle(t *testing.T) {
 	}
 	if want := "connections: 1 dialed"; !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+}
+
+// TestInterrupted runs the program with a context cancelled as Ctrl-C
+// cancels it: exit code 130 and "concurrent: interrupted".
+func TestInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cli.ErrInterrupted)
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"-sessions", "2", "-messages", "2"}, &out, &errOut); code != cli.ExitInterrupted || errOut.String() != "concurrent: interrupted\n" {
+		t.Errorf("exit code %d, stderr %q; want 130, \"concurrent: interrupted\"", code, errOut.String())
+	}
+}
+
+// TestEveryFlagHasAnExample checks that -h shows every flag in use.
+func TestEveryFlagHasAnExample(t *testing.T) {
+	fs, _ := newFlagSet(io.Discard)
+	if missing := cli.FlagsWithoutExample(fs); len(missing) > 0 {
+		t.Errorf("flags without an example in -h: %q", missing)
 	}
 }

@@ -32,23 +32,33 @@ func main() {
 	os.Exit(run())
 }
 
-func run() int {
-	fs := flag.NewFlagSet("container", flag.ContinueOnError)
-	addr := fs.String("addr", ":8080", "listen address")
-	defaults := fs.String("defaults", "", "default behaviour as a query string, overridden by each connection's query string,\ne.g. 'mode=echo&fragment=256'")
-	readLimit := fs.Int64("read-limit", model.DefaultReadLimit, "largest message read, in bytes")
-	quiet := fs.Bool("q", false, "do not log connections")
+// defineFlags defines the flags on fs, and its usage text.
+func defineFlags(fs *flag.FlagSet) (addr, defaults *string, readLimit *int64, quiet *bool) {
+	addr = fs.String("addr", ":8080", "listen `address`; SageMaker sends traffic to port 8080, e.g. -addr 127.0.0.1:9090")
+	defaults = fs.String("defaults", "", "default behaviour as a `query` string, overridden by each connection's query string,\ne.g. -defaults 'mode=echo&fragment=256'")
+	readLimit = fs.Int64("read-limit", model.DefaultReadLimit, "largest message read, in `bytes`, e.g. -read-limit 1048576")
+	quiet = fs.Bool("q", false, "do not log connections, e.g. -q")
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprintf(out, "Usage: container [flags] [serve]\n\n")
 		fmt.Fprintf(out, "A sample SageMaker bidirectional-streaming model container.\n")
 		fmt.Fprintf(out, "GET /ping answers 200; a WebSocket upgrade on any path starts a session.\n\n")
+		fmt.Fprintf(out, "The optional argument serve is accepted and ignored: SageMaker starts\n")
+		fmt.Fprintf(out, "containers as \"docker run IMAGE serve\", and the image's entry point is\n")
+		fmt.Fprintf(out, "this program, so both \"container\" and \"container serve\" serve.\n\n")
 		fmt.Fprintf(out, "Flags:\n")
 		fs.PrintDefaults()
 		fmt.Fprintf(out, "\nQuery parameters (per connection, or in -defaults):\n%s", model.QueryHelp())
-		fmt.Fprintf(out, "\nExample:\n  container -addr :8080 -defaults 'close_after=5&close_code=1011&close_reason=bye'\n")
+		fmt.Fprintf(out, "\nExamples:\n  container -addr :8080 -defaults 'close_after=5&close_code=1011&close_reason=bye'\n")
 		fmt.Fprintf(out, "  then connect to ws://localhost:8080/invocations-bidirectional-stream?mode=echo\n")
+		fmt.Fprintf(out, "  docker run -p 8080:8080 IMAGE serve   # as SageMaker starts it\n")
 	}
+	return addr, defaults, readLimit, quiet
+}
+
+func run() int {
+	fs := flag.NewFlagSet("container", flag.ContinueOnError)
+	addr, defaults, readLimit, quiet := defineFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -58,7 +58,7 @@ func (d *demo) run(ctx context.Context, o *options, stdin io.Reader) error {
 	}
 	if o.interactive {
 		fmt.Fprintln(d.out, "\ntype a prompt and press Enter (Ctrl-D to finish)")
-		for next := readPrompts(stdin); ; {
+		for next := readPrompts(ctx, stdin); ; {
 			p, ok := next()
 			if !ok {
 				break
@@ -67,12 +67,18 @@ func (d *demo) run(ctx context.Context, o *options, stdin io.Reader) error {
 				return err
 			}
 		}
+		if err := ctx.Err(); err != nil {
+			return err // interrupted while waiting for a prompt
+		}
 	}
 
 	if err := sess.CloseSend(); err != nil {
 		return err
 	}
-	if _, err := sess.Recv(ctx); err != io.EOF {
+	if m, err := d.recv(ctx); err != io.EOF {
+		if err == nil {
+			err = fmt.Errorf("a %d-byte %s message", len(m.Data), m.Type)
+		}
 		return fmt.Errorf("after CloseSend: got %v, want the end of the stream", err)
 	}
 	fmt.Fprintln(d.out, "\nclosed our side with a signed end frame; the model finished and the stream ended cleanly")
@@ -98,29 +104,26 @@ func (d *demo) chat(ctx context.Context, prompt string) error {
 
 	d.acc.Reset()
 	parts, messages, received := 0, 0, 0
-	// An SSE answer ends with [DONE]; a JSON Lines one with its final chunk.
-	for !d.acc.Done() && (!d.acc.Complete() || d.dec.Format() != schema.FormatJSONLines) {
+	// An SSE answer ends with [DONE]; a JSON Lines one with its final
+	// chunk. The message carrying the end may go on after it: more
+	// PARTIAL parts, its COMPLETE part, the blank line that closes the
+	// [DONE] event. Read it to its end, so that the next Recv (the next
+	// turn, the audio echo, the end of the stream) starts on a message
+	// boundary instead of getting the rest of this answer.
+	inMessage := false
+	for !d.answered() || inMessage {
 		p, err := d.sess.RecvPart(ctx)
 		if err != nil {
 			return err
 		}
 		parts++
 		received += len(p.Data)
+		inMessage = !p.Complete
 		if p.Complete {
 			messages++
 		}
-		d.dec.Write(p.Data)
-		for {
-			ev, err := d.dec.Next()
-			if errors.Is(err, schema.ErrNeedInput) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("decoding the model's answer: %w", err)
-			}
-			if err := d.acc.AddEvent(ev); err != nil {
-				return err
-			}
+		if err := d.decode(p.Data); err != nil {
+			return err
 		}
 	}
 	res, err := d.acc.Result()
@@ -144,6 +147,50 @@ func (d *demo) chat(ctx context.Context, prompt string) error {
 	return nil
 }
 
+// answered reports whether the answer being rebuilt is complete.
+func (d *demo) answered() bool {
+	return d.acc.Done() || (d.acc.Complete() && d.dec.Format() == schema.FormatJSONLines)
+}
+
+// decode frames the model's bytes and adds the events to the answer.
+// Events that follow the end of the answer are an error: the model sent
+// more than one answer to one request.
+func (d *demo) decode(data []byte) error {
+	d.dec.Write(data)
+	for {
+		ev, err := d.dec.Next()
+		if errors.Is(err, schema.ErrNeedInput) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("decoding the model's answer: %w", err)
+		}
+		if d.answered() {
+			return errors.New("the model sent more events after its answer")
+		}
+		if err := d.acc.AddEvent(ev); err != nil {
+			return err
+		}
+	}
+}
+
+// recv receives the next message that is not the tail of an answer: a
+// model may send the blank line that ends its last SSE event (or the line
+// end of its last JSON line) as a message of its own, after the message
+// holding [DONE]. Such whitespace goes to the decoder, as the tail of
+// the answer, and is skipped.
+func (d *demo) recv(ctx context.Context) (bidi.Message, error) {
+	for {
+		m, err := d.sess.Recv(ctx)
+		if err != nil || m.Type != bidi.DataTypeUTF8 || len(m.Data) == 0 || len(bytes.TrimLeft(m.Data, "\r\n")) > 0 {
+			return m, err
+		}
+		if err := d.decode(m.Data); err != nil {
+			return m, err
+		}
+	}
+}
+
 // audio sends a binary message larger than a part and checks its echo.
 func (d *demo) audio(ctx context.Context, size, maxPart int) error {
 	ctx, cancel := context.WithTimeout(ctx, turnTimeout)
@@ -157,7 +204,7 @@ func (d *demo) audio(ctx context.Context, size, maxPart int) error {
 	if err := d.sess.Send(ctx, bidi.Binary(pcm)); err != nil {
 		return err
 	}
-	msg, err := d.sess.Recv(ctx)
+	msg, err := d.recv(ctx)
 	if err != nil {
 		return err
 	}

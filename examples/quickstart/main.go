@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -35,9 +34,10 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	ctx, stop := cli.NotifyInterrupt(context.Background())
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // options are the command-line flags.
@@ -48,19 +48,43 @@ type options struct {
 	interactive         bool
 }
 
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	fs := cli.NewFlagSet("quickstart", "usage: quickstart [flags]\n\nWith no flags, runs a demo session against an in-process server.\nExample: quickstart -endpoint my-endpoint -region us-west-2\n\n", stderr)
-	o := &options{}
+// newFlagSet defines every flag on a new flag set writing to out; the
+// first prompt lands in *prompt.
+func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
+	fs := cli.NewFlagSet("quickstart", `usage: quickstart [flags]
+
+With no flags, runs a demo session against an in-process server. On a
+terminal, after the demo, it reads more prompts until Ctrl-D.
+Example: quickstart -endpoint my-endpoint -region us-west-2
+
+`, out)
+	o := &options{prompts: []string{"Hello from Go! What can bidirectional streaming do?", "Thanks, that helps."}}
 	o.conn.Register(fs, "; empty runs the local demo server")
-	fs.IntVar(&o.audioBytes, "audio-bytes", 40000, "size of the binary message sent in the demo (0 skips it)")
-	fs.IntVar(&o.maxPart, "max-part", 16<<10, "largest part `size` in bytes; larger messages are fragmented")
-	prompt := fs.String("prompt", "Hello from Go! What can bidirectional streaming do?", "first chat `prompt`")
+	fs.IntVar(&o.audioBytes, "audio-bytes", 40000, "`size` of the binary message sent in the demo (0 skips it), e.g. -audio-bytes 100000")
+	fs.IntVar(&o.maxPart, "max-part", 16<<10, "largest part `size` in bytes; larger messages are fragmented, e.g. -max-part 4096")
+	fs.StringVar(&o.prompts[0], "prompt", o.prompts[0], "first chat `prompt`, e.g. -prompt 'What is SageMaker?'")
+	return fs, o
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	fs, o := newFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	o.prompts = []string{*prompt, "Thanks, that helps."}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "quickstart: unexpected argument %q (use -prompt, or type prompts on a terminal)\n", fs.Arg(0))
+		return nil, errors.New("unexpected argument")
+	}
+	if o.maxPart <= 0 || o.audioBytes < 0 {
+		fmt.Fprintln(stderr, "quickstart: -max-part must be positive and -audio-bytes at least 0")
+		return nil, errors.New("bad flag value")
+	}
 	return o, nil
 }
+
+// isTerminal reports whether standard input is a terminal; tests replace
+// it to type prompts.
+var isTerminal = cli.IsTerminal
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
@@ -69,7 +93,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	} else if err != nil {
 		return 2
 	}
-	o.interactive = cli.IsTerminal(stdin)
+	o.interactive = isTerminal(stdin)
 
 	srv := o.conn.LocalServer(biditest.DemoModel(nil))
 	if srv != nil {
@@ -78,41 +102,42 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	client, err := o.conn.Client(ctx, srv, func(opt *bidi.Options) { opt.MaxPartSize = o.maxPart })
 	if err != nil {
-		fmt.Fprintln(stderr, "quickstart: loading AWS config:", err)
-		return 1
+		return cli.Fail(ctx, stderr, "quickstart", "loading AWS config: "+o.conn.Describe(err))
 	}
 
 	d := &demo{out: stdout, client: client, server: srv}
 	if err := d.run(ctx, o, stdin); err != nil {
-		fmt.Fprintln(stderr, "quickstart:", describe(err))
-		return 1
+		return cli.Fail(ctx, stderr, "quickstart", o.conn.Describe(err))
 	}
 	return 0
 }
 
-// describe formats an error with the typed fields a user would look at.
-func describe(err error) string {
-	var me *bidi.ModelError
-	var re *bidi.ResponseError
-	switch {
-	case errors.As(err, &me):
-		return fmt.Sprintf("%v (original status %d, log stream %s)", err, me.OriginalStatusCode, me.LogStreamArn)
-	case errors.As(err, &re):
-		return fmt.Sprintf("%v (HTTP %d, request id %s)", err, re.StatusCode, re.RequestID)
-	}
-	return err.Error()
-}
-
-// readPrompts returns a function that yields the non-empty lines of r.
-func readPrompts(r io.Reader) func() (string, bool) {
-	sc := bufio.NewScanner(r)
-	return func() (string, bool) {
+// readPrompts returns a function that yields the non-empty lines of r,
+// and false at the end of r or once ctx is done. The lines are read by a
+// goroutine, so that Ctrl-C stops a program waiting for a line; it stays
+// blocked on r until the next line or the program's exit.
+func readPrompts(ctx context.Context, r io.Reader) func() (string, bool) {
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
 		for sc.Scan() {
 			if line := sc.Text(); line != "" {
-				return line, true
+				select {
+				case lines <- line:
+				case <-ctx.Done():
+					return
+				}
 			}
 		}
-		return "", false
+	}()
+	return func() (string, bool) {
+		select {
+		case line, ok := <-lines:
+			return line, ok
+		case <-ctx.Done():
+			return "", false
+		}
 	}
 }
 

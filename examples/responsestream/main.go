@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"time"
 
@@ -42,7 +41,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := cli.NotifyInterrupt(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -58,16 +57,22 @@ type options struct {
 	prompt    string
 }
 
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
+// newFlagSet defines every flag on a new flag set writing to out.
+func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	o := &options{}
-	fs := cli.NewFlagSet("responsestream", "usage: responsestream [flags] [prompt]\n\nExample: responsestream -endpoint my-llm -region us-west-2 \"What is SageMaker?\"\n\n", stderr)
+	fs := cli.NewFlagSet("responsestream", "usage: responsestream [flags] [prompt]\n\nExample: responsestream -endpoint my-llm -region us-west-2 \"What is SageMaker?\"\n\n", out)
 	o.conn.Register(fs, "; empty runs a local server")
 	// The local gateway of examples/gateway serves only the bidirectional
 	// operation: no hint of it here.
 	fs.Lookup("endpoint-url").Usage = "custom endpoint `URL`, e.g. -endpoint-url https://vpce-0123-abcd.runtime.sagemaker.us-west-2.vpce.amazonaws.com (an interface VPC endpoint)"
-	fs.StringVar(&o.api, "api", "chat", "request schema: chat (OpenAI chat completions) or lmi (LMI inputs/parameters)")
-	fs.IntVar(&o.maxTokens, "max-tokens", 256, "upper bound of generated `tokens`")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the call")
+	fs.StringVar(&o.api, "api", "chat", "request `schema`: chat (OpenAI chat completions) or lmi (LMI inputs/parameters), e.g. -api lmi")
+	fs.IntVar(&o.maxTokens, "max-tokens", 256, "upper bound of generated `tokens`, e.g. -max-tokens 1024")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the call, e.g. -timeout 30s")
+	return fs, o
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	fs, o := newFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -95,13 +100,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	client, endpoint, cleanup, err := newClient(ctx, o, stdout)
 	if err != nil {
-		fmt.Fprintln(stderr, "responsestream:", err)
-		return 1
+		return cli.Fail(ctx, stderr, "responsestream", o.conn.Describe(err))
 	}
 	defer cleanup()
 	if err := invoke(ctx, client, endpoint, o, stdout); err != nil {
-		fmt.Fprintln(stderr, "responsestream:", describe(err))
-		return 1
+		msg := describe(err)
+		if h := o.conn.Hint(err); h != "" {
+			msg += "; " + h
+		}
+		return cli.Fail(ctx, stderr, "responsestream", msg)
 	}
 	return 0
 }

@@ -2,19 +2,26 @@
 // they all take (-endpoint, -region, -profile, -endpoint-url,
 // -target-variant, and in some -path and -query), the client those flags
 // describe (an in-process biditest server when no endpoint is given, else
-// the AWS configuration), terminal detection, and the printer of streamed
+// the AWS configuration), error messages with hints, the handling of
+// Ctrl-C (exit code 130), terminal detection, and the printer of streamed
 // answers.
 package cli
 
 import (
 	"context"
+	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
@@ -30,6 +37,12 @@ type Flags struct {
 	TargetVariant string // -target-variant: the production variant to invoke
 	Path          string // -path (RegisterPath): the model invocation path
 	Query         string // -query (RegisterQuery): the model query string
+
+	// Debug keeps the AWS SDK's default logger when loading the AWS
+	// configuration (a program's -debug). Without it LoadConfig is
+	// silent: the SDK would otherwise print lines such as "SDK … WARN
+	// falling back to IMDSv1" on stderr while it looks for credentials.
+	Debug bool
 }
 
 // Register defines -endpoint, -region, -profile, -endpoint-url and
@@ -95,9 +108,13 @@ func (f *Flags) LocalServer(h biditest.Handler) *biditest.Server {
 }
 
 // LoadConfig loads the AWS configuration (credentials chain, region)
-// with -region and -profile, when given.
+// with -region and -profile, when given, and without the SDK's log lines
+// unless f.Debug is set.
 func (f *Flags) LoadConfig(ctx context.Context) (aws.Config, error) {
 	var load []func(*config.LoadOptions) error
+	if !f.Debug {
+		load = append(load, config.WithLogger(logging.Nop{}))
+	}
 	if f.Region != "" {
 		load = append(load, config.WithRegion(f.Region))
 	}
@@ -131,6 +148,102 @@ func (f *Flags) Client(ctx context.Context, srv *biditest.Server, optFns ...func
 		return nil, err
 	}
 	return f.NewClient(cfg, optFns...), nil
+}
+
+// Describe returns the message of err for people: err's text, the log
+// stream ARN of a ModelError (which Error() leaves out), and a hint for the
+// usual mistakes (see Hint). Fields already in the text are not repeated.
+func (f *Flags) Describe(err error) string {
+	msg := err.Error()
+	var me *bidi.ModelError
+	if errors.As(err, &me) && me.LogStreamArn != "" && !strings.Contains(msg, me.LogStreamArn) {
+		msg += " (log stream " + me.LogStreamArn + ")"
+	}
+	if h := f.Hint(err); h != "" {
+		msg += "; " + h
+	}
+	return msg
+}
+
+// Hint returns advice for the errors whose cause users most often miss,
+// or "":
+//   - a missing region: set -region or AWS_REGION;
+//   - a certificate of unknown authority from an -endpoint-url, usually
+//     the local gateway's, which makes a new certificate at each start:
+//     trust the one it wrote with -cert-out again.
+func (f *Flags) Hint(err error) string {
+	msg := err.Error()
+	var unknownCA x509.UnknownAuthorityError
+	switch {
+	case strings.Contains(msg, "Missing Region"):
+		return "set -region or AWS_REGION"
+	case f.EndpointURL != "" && (errors.As(err, &unknownCA) || strings.Contains(msg, "certificate signed by unknown authority")):
+		return "the local gateway makes a new certificate at each start: re-trust the certificate written with -cert-out " +
+			"(AWS_CA_BUNDLE=FILE, or bidicat -ca-cert FILE)"
+	}
+	return ""
+}
+
+// ExitInterrupted is the exit code of a program stopped by Ctrl-C (128 +
+// SIGINT, as shells report it).
+const ExitInterrupted = 130
+
+// ErrInterrupted is the cause of the context of NotifyInterrupt once a
+// signal arrived.
+var ErrInterrupted = errors.New("interrupted")
+
+// NotifyInterrupt returns a copy of parent that is cancelled, with cause
+// ErrInterrupted, on the first SIGINT (Ctrl-C) or SIGTERM. A second
+// signal kills the program as usual, so a stuck program still stops.
+// stop releases the signals and cancels the context.
+func NotifyInterrupt(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sig:
+			signal.Stop(sig)
+			cancel(ErrInterrupted)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sig)
+		cancel(context.Canceled)
+	}
+}
+
+// Interrupted reports whether ctx, or a context it derives from, was
+// cancelled by NotifyInterrupt's signal (or with cause ErrInterrupted).
+func Interrupted(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrInterrupted)
+}
+
+// Fail reports on stderr that prog failed and returns its exit code:
+// "prog: interrupted" and ExitInterrupted when ctx was interrupted (the
+// error is then only the echo of the cancellation), else "prog: msg" and 1.
+func Fail(ctx context.Context, stderr io.Writer, prog, msg string) int {
+	if Interrupted(ctx) {
+		fmt.Fprintf(stderr, "%s: interrupted\n", prog)
+		return ExitInterrupted
+	}
+	fmt.Fprintf(stderr, "%s: %s\n", prog, msg)
+	return 1
+}
+
+// FlagsWithoutExample returns the names of the flags of fs whose usage
+// text has no example of the flag in use ("e.g. -name …"): every flag of
+// the example programs shows one in -h.
+func FlagsWithoutExample(fs *flag.FlagSet) []string {
+	var missing []string
+	fs.VisitAll(func(fl *flag.Flag) {
+		i := strings.Index(fl.Usage, "e.g. ")
+		if i < 0 || !strings.Contains(fl.Usage[i:], "-"+fl.Name) {
+			missing = append(missing, fl.Name)
+		}
+	})
+	return missing
 }
 
 // IsTerminal reports whether v is a terminal: an *os.File that is a

@@ -3,13 +3,18 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
@@ -22,11 +27,9 @@ func TestFlagsRegisterAndOpenInput(t *testing.T) {
 	f.Register(fs, "; empty runs the in-process demo server")
 	f.RegisterPath(fs)
 	f.RegisterQuery(fs)
-	fs.VisitAll(func(fl *flag.Flag) {
-		if i := strings.Index(fl.Usage, "e.g. "); i < 0 || !strings.Contains(fl.Usage[i:], "-"+fl.Name) {
-			t.Errorf("-%s: usage %q has no example", fl.Name, fl.Usage)
-		}
-	})
+	if missing := FlagsWithoutExample(fs); len(missing) > 0 {
+		t.Errorf("flags without an example in their usage: %q", missing)
+	}
 	if err := fs.Parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v", err)
 	}
@@ -139,5 +142,165 @@ func TestPrinter(t *testing.T) {
 	io.WriteString(&out, "|")
 	if got, want := out.String(), "model (thinking)> Hmm.\nmodel> Hi!\nmodel> again\n|"; got != want {
 		t.Errorf("printed %q, want %q", got, want)
+	}
+}
+
+func TestFlagsWithoutExample(t *testing.T) {
+	fs := flag.NewFlagSet("prog", flag.ContinueOnError)
+	fs.Int("good", 1, "a `number`, e.g. -good 3")
+	fs.Int("bare", 1, "a number")
+	fs.String("other", "", "e.g. -good 3, but not this flag")
+	if got := FlagsWithoutExample(fs); strings.Join(got, ",") != "bare,other" {
+		t.Errorf("FlagsWithoutExample = %q, want bare and other", got)
+	}
+}
+
+// cleanAWSEnv points the AWS configuration at empty files, with
+// biditest's keys and no region, so that nothing of the developer's is
+// found.
+func cleanAWSEnv(t *testing.T) {
+	t.Helper()
+	empty := t.TempDir() + "/empty"
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"AWS_CONFIG_FILE": empty, "AWS_SHARED_CREDENTIALS_FILE": empty, "AWS_EC2_METADATA_DISABLED": "true",
+		"AWS_ACCESS_KEY_ID": biditest.AccessKeyID, "AWS_SECRET_ACCESS_KEY": biditest.SecretAccessKey,
+		"AWS_SESSION_TOKEN": "", "AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_CA_BUNDLE": "",
+		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2": "",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// TestLoadConfigIsQuiet checks that the AWS configuration carries a
+// logger that prints nothing, unless Debug: the SDK's default one writes
+// lines such as "SDK … WARN falling back to IMDSv1" on stderr.
+func TestLoadConfigIsQuiet(t *testing.T) {
+	cleanAWSEnv(t)
+	ctx := context.Background()
+	var f Flags
+	cfg, err := f.LoadConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cfg.Logger.(logging.Nop); !ok {
+		t.Errorf("without Debug, the config's logger is %T, want logging.Nop", cfg.Logger)
+	}
+	f.Debug = true
+	if cfg, err = f.LoadConfig(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cfg.Logger.(logging.Nop); ok {
+		t.Error("with Debug, the config's logger is logging.Nop")
+	}
+}
+
+// TestDescribeHints checks the hints of the errors users meet first: no
+// region, and an -endpoint-url whose certificate is not trusted (the
+// local gateway's, renewed at each start).
+func TestDescribeHints(t *testing.T) {
+	cleanAWSEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := Flags{Endpoint: "e"}
+	c, err := f.Client(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Open(ctx, f.OpenInput(""))
+	if err == nil {
+		t.Fatal("opened without a region")
+	}
+	if got := f.Describe(err); !strings.Contains(got, "Missing Region") || !strings.HasSuffix(got, "; set -region or AWS_REGION") {
+		t.Errorf("Describe(no region) = %q", got)
+	}
+
+	srv := biditest.NewServer(biditest.Echo())
+	defer srv.Close()
+	f = Flags{Endpoint: "e", Region: biditest.Region, EndpointURL: srv.URL}
+	if c, err = f.Client(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Open(ctx, f.OpenInput(""))
+	if err == nil {
+		t.Fatal("trusted the test server's certificate")
+	}
+	if got := f.Describe(err); !strings.Contains(got, "certificate signed by unknown authority") || !strings.Contains(got, "re-trust the certificate written with -cert-out") {
+		t.Errorf("Describe(unknown authority) = %q", got)
+	}
+	// The same error text without -endpoint-url, or wrapped: no gateway
+	// hint, and the typed error is found through wrapping.
+	tlsErr := fmt.Errorf("dial: %w", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}})
+	if got := (&Flags{}).Hint(tlsErr); got != "" {
+		t.Errorf("hint %q without -endpoint-url", got)
+	}
+	if got := (&Flags{EndpointURL: "https://localhost:8443"}).Hint(tlsErr); !strings.Contains(got, "-cert-out") {
+		t.Errorf("hint %q for a wrapped x509.UnknownAuthorityError", got)
+	}
+	if got := (&Flags{}).Describe(errors.New("plain")); got != "plain" {
+		t.Errorf("Describe(plain) = %q", got)
+	}
+}
+
+// TestDescribeModelError checks that Describe adds the log stream ARN,
+// which ModelError.Error() leaves out, and repeats nothing Error() says.
+func TestDescribeModelError(t *testing.T) {
+	me := &bidi.ModelError{Message: "Received server error (500)", OriginalStatusCode: 500, LogStreamArn: "arn:aws:logs:x"}
+	err := &bidi.ResponseError{StatusCode: 424, Code: "ModelError", Message: me.Message, RequestID: "req-1", Err: me}
+	got := (&Flags{}).Describe(err)
+	if want := err.Error() + " (log stream arn:aws:logs:x)"; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+	if strings.Count(got, "req-1") != 1 || strings.Count(got, "500") != 2 { // "(500)" in the message, "original status 500"
+		t.Errorf("Describe repeats fields: %q", got)
+	}
+}
+
+// TestNotifyInterrupt sends this process a real SIGINT: the context ends
+// with ErrInterrupted, Interrupted reports it through derived contexts,
+// and Fail maps it to exit code 130 and "prog: interrupted".
+func TestNotifyInterrupt(t *testing.T) {
+	ctx, stop := NotifyInterrupt(context.Background())
+	defer stop()
+	derived, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if Interrupted(derived) {
+		t.Fatal("interrupted before any signal")
+	}
+	p, err := os.FindProcess(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Signal(os.Interrupt); err != nil {
+		t.Skipf("cannot send SIGINT here: %v", err)
+	}
+	select {
+	case <-derived.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the signal did not cancel the context")
+	}
+	if !Interrupted(derived) || !Interrupted(ctx) {
+		t.Errorf("Interrupted = false after SIGINT; cause %v", context.Cause(derived))
+	}
+	var errOut bytes.Buffer
+	if code := Fail(derived, &errOut, "prog", "context canceled"); code != ExitInterrupted || errOut.String() != "prog: interrupted\n" {
+		t.Errorf("Fail after SIGINT = %d, %q; want 130, \"prog: interrupted\"", code, errOut.String())
+	}
+}
+
+func TestFail(t *testing.T) {
+	var errOut bytes.Buffer
+	if code := Fail(context.Background(), &errOut, "prog", "it broke"); code != 1 || errOut.String() != "prog: it broke\n" {
+		t.Errorf("Fail = %d, %q", code, errOut.String())
+	}
+	// A context cancelled for another reason (stop, a timeout) is no
+	// interrupt.
+	ctx, stop := NotifyInterrupt(context.Background())
+	stop()
+	errOut.Reset()
+	if code := Fail(ctx, &errOut, "prog", "context canceled"); code != 1 || Interrupted(ctx) {
+		t.Errorf("Fail after stop = %d, %q", code, errOut.String())
 	}
 }
