@@ -12,6 +12,15 @@ import (
 // finish and stop reasons, and the log probabilities; and the usage of the
 // chunk that carries it.
 //
+// A choice whose finish_reason is "error" (LMI reports a generation that
+// failed mid-stream that way) is a failure, not a result: AddChunk and
+// AddEvent return a [*GenerationError] naming it, after merging the
+// chunk, and so does Result, together with what was rebuilt.
+//
+// Tool call deltas are merged by their index. A server that omits the
+// index gets its deltas merged by ID, else by position: see
+// [ToolCallDelta].
+//
 // The zero value is ready to use. Feed it every event of one response,
 // [DONE] included, then call Result; call Reset before the next response
 // of the session. A ChatAccumulator is not safe for concurrent use.
@@ -29,6 +38,7 @@ type chatChoice struct {
 	refusal   strings.Builder
 	function  *toolCall
 	toolCalls []*toolCall
+	lastCall  int // index of the tool call the last delta went to
 	logprobs  *Logprobs
 }
 
@@ -56,8 +66,8 @@ func (t *toolCall) function() FunctionCall {
 }
 
 // AddEvent adds one event of the stream: a chunk, or the [DONE] marker.
-// It returns the [*ErrorResponse] of an error payload, and decoding errors
-// as [Event.Decode] does.
+// It returns the [*ErrorResponse] of an error payload, decoding errors as
+// [Event.Decode] does, and the errors of AddChunk.
 func (a *ChatAccumulator) AddEvent(ev Event) error {
 	if ev.Done {
 		a.progress.done = true
@@ -67,7 +77,7 @@ func (a *ChatAccumulator) AddEvent(ev Event) error {
 	if err := decodeChunk(ev, c, &c.Choices, chatChunkFields); err != nil {
 		return err
 	}
-	return a.AddChunk(c)
+	return a.add(c, true)
 }
 
 // chatChunkFields returns the fields that tell a chunk from an error payload.
@@ -75,9 +85,20 @@ func chatChunkFields(c *ChatCompletionChunk) (object, id string, usage *Usage) {
 	return c.Object, c.ID, c.Usage
 }
 
-// AddChunk merges one decoded chunk. It keeps no reference to c.
+// AddChunk merges one decoded chunk. It keeps no reference to c. It
+// returns a [*GenerationError] if a choice of the chunk has finish reason
+// "error", and an error matching [ErrTooManyChoices] for a chunk that
+// would exceed the limit.
 func (a *ChatAccumulator) AddChunk(c *ChatCompletionChunk) error {
+	return a.add(c, false)
+}
+
+// add merges c; owned says that c is the decoding buffer, whose contents
+// the next decoding replaces rather than overwrites, so that they need
+// not be copied.
+func (a *ChatAccumulator) add(c *ChatCompletionChunk, owned bool) error {
 	a.head.merge(head{c.ID, c.Created, c.Model, c.ServiceTier, c.SystemFingerprint, c.Usage})
+	failed := -1
 	for i := range c.Choices {
 		cc := &c.Choices[i]
 		ch, err := entry(&a.progress.choices, cc.Index, func(i int) *chatChoice { return &chatChoice{ending: ending{index: i}} })
@@ -97,35 +118,74 @@ func (a *ChatAccumulator) AddChunk(c *ChatCompletionChunk) error {
 		}
 		for j := range d.ToolCalls {
 			td := &d.ToolCalls[j]
-			tc, err := entry(&ch.toolCalls, td.Index, func(i int) *toolCall { return &toolCall{index: i} })
+			index := td.Index
+			if td.noIndex {
+				index = ch.toolIndex(td.ID, j)
+			}
+			tc, err := entry(&ch.toolCalls, index, func(i int) *toolCall { return &toolCall{index: i} })
 			if err != nil {
 				return err
 			}
 			tc.merge(td.ID, td.Type, td.Function)
+			ch.lastCall = index
 		}
-		if cc.Logprobs != nil {
+		if lp := cc.Logprobs; lp != nil {
+			if !owned {
+				lp = lp.clone()
+			}
 			if ch.logprobs == nil {
 				ch.logprobs = new(Logprobs)
 			}
-			ch.logprobs.Content = append(ch.logprobs.Content, cc.Logprobs.Content...)
-			ch.logprobs.Refusal = append(ch.logprobs.Refusal, cc.Logprobs.Refusal...)
+			ch.logprobs.Content = append(ch.logprobs.Content, lp.Content...)
+			ch.logprobs.Refusal = append(ch.logprobs.Refusal, lp.Refusal...)
 		}
 		ch.merge(cc.FinishReason, cc.StopReason)
+		if cc.FinishReason == finishError && (failed < 0 || cc.Index < failed) {
+			failed = cc.Index
+		}
+	}
+	if failed >= 0 {
+		return choiceError(failed)
 	}
 	return nil
+}
+
+// toolIndex returns the index of the tool call that a delta without an
+// index belongs to, given its ID and its position among the deltas of
+// the choice in its chunk: the call with that ID; without an ID, the call
+// the previous delta went to if the delta comes first in its chunk (the
+// rest of a call's arguments); else a new call.
+func (ch *chatChoice) toolIndex(id string, pos int) int {
+	if id != "" {
+		for _, t := range ch.toolCalls {
+			if t.id == id {
+				return t.index
+			}
+		}
+	} else if pos == 0 && len(ch.toolCalls) > 0 {
+		return ch.lastCall
+	}
+	next := 0
+	for _, t := range ch.toolCalls {
+		next = max(next, t.index+1)
+	}
+	return next
 }
 
 // Done reports whether the [DONE] marker was added.
 func (a *ChatAccumulator) Done() bool { return a.progress.done }
 
-// Complete reports whether the response ended properly: [DONE] was
-// added, or every choice received its finish reason.
+// Complete reports whether the response ended: [DONE] was added, or
+// every choice received its finish reason ("error" included).
 func (a *ChatAccumulator) Complete() bool { return a.progress.complete() }
 
-// Result returns the completion rebuilt so far, choices in index order.
-// If the response is not [ChatAccumulator.Complete], it also returns an
-// error matching [ErrIncomplete]: the stream was cut off. Chunks added
-// later do not change a returned completion.
+// Result returns the completion rebuilt so far, choices in index order,
+// with an error if it is not a successful result: a [*GenerationError]
+// if a choice has finish reason "error" (the first such choice in index
+// order), else, if the response is not [ChatAccumulator.Complete], an
+// error matching [ErrIncomplete]: the stream was cut off. The returned
+// completion shares no memory with the accumulator: chunks added later
+// do not change it, and changing it does not change later results.
 func (a *ChatAccumulator) Result() (*ChatCompletion, error) {
 	h := &a.head
 	out := ChatCompletion{ID: h.id, Object: "chat.completion", Created: h.created, Model: h.model,
@@ -137,10 +197,7 @@ func (a *ChatAccumulator) Result() (*ChatCompletion, error) {
 		ch.Index = c.index
 		ch.FinishReason = c.finish
 		ch.StopReason = c.stop
-		if c.logprobs != nil {
-			lp := *c.logprobs
-			ch.Logprobs = &lp
-		}
+		ch.Logprobs = c.logprobs.clone()
 		m := &ch.Message
 		m.Role = c.role
 		m.Content = c.content.String()

@@ -225,3 +225,126 @@ func splitWords(s string) []string {
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+func TestChatAccumulatorFinishReasonError(t *testing.T) {
+	var acc ChatAccumulator
+	err := acc.AddEvent(Event{Data: json.RawMessage(`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}},{"index":1,"delta":{"content":"A"},"finish_reason":"stop"}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = acc.AddEvent(Event{Data: json.RawMessage(`{"id":"x","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"error"}]}`)})
+	var gen *GenerationError
+	if !errors.As(err, &gen) || gen.Choice != 0 || gen.Details.FinishReason != "error" {
+		t.Fatalf("AddEvent: got %v, want a *GenerationError for choice 0", err)
+	}
+	acc.AddEvent(Event{Done: true})
+	got, err := acc.Result()
+	if !errors.As(err, &gen) || gen.Choice != 0 || errors.Is(err, ErrIncomplete) {
+		t.Fatalf("Result: got %v, want a *GenerationError for choice 0", err)
+	}
+	if c := got.Choices[0]; c.Message.Content != "Hello" || c.FinishReason != "error" || got.Choices[1].Message.Content != "A" {
+		t.Errorf("partial result %+v", got)
+	}
+	// A failed choice is reported before a missing finish reason.
+	acc.Reset()
+	err = acc.AddChunk(&ChatCompletionChunk{ID: "y", Choices: []ChatChunkChoice{{Index: 0}, {Index: 2, FinishReason: "error"}, {Index: 1, FinishReason: "error"}}})
+	if !errors.As(err, &gen) || gen.Choice != 1 {
+		t.Fatalf("AddChunk: got %v, want a *GenerationError for choice 1", err)
+	}
+	if _, err := acc.Result(); !errors.As(err, &gen) || gen.Choice != 1 {
+		t.Fatalf("Result: got %v, want a *GenerationError for choice 1", err)
+	}
+}
+
+func TestChatAccumulatorToolCallsWithoutIndex(t *testing.T) {
+	call := func(id, name, args string) ToolCall {
+		return ToolCall{ID: id, Type: "function", Function: FunctionCall{Name: name, Arguments: args}}
+	}
+	tests := []struct {
+		name   string
+		chunks []string
+		want   []ToolCall
+	}{
+		{"complete calls in one chunk", []string{
+			`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"function","function":{"name":"g","arguments":"{\"x\":1}"}}]}}]}`,
+		}, []ToolCall{call("a", "f", "{}"), call("b", "g", `{"x":1}`)}},
+		{"complete calls without IDs in one chunk", []string{
+			`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}},{"index":null,"type":"function","function":{"name":"g","arguments":"{}"}}]}}]}`,
+		}, []ToolCall{call("", "f", "{}"), call("", "g", "{}")}},
+		{"calls streamed one after the other", []string{
+			`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":""}}]}}]}`,
+			`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"{\"c\":"}}]}}]}`,
+			`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"1}"}}]}}]}`,
+			`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"id":"b","type":"function","function":{"name":"g","arguments":"{"}}]}}]}`,
+			`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"id":"b","function":{"arguments":"}"}}]}}]}`,
+		}, []ToolCall{call("a", "f", `{"c":1}`), call("b", "g", "{}")}},
+		{"indexed and unindexed", []string{
+			`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"f","arguments":"{"}}]}}]}`,
+			`{"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"}"}},{"id":"b","type":"function","function":{"name":"g","arguments":"[]"}}]}}]}`,
+		}, []ToolCall{call("a", "f", "{}"), call("b", "g", "[]")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := feedChat(t, tt.chunks...).Result()
+			if !reflect.DeepEqual(got.Choices[0].Message.ToolCalls, tt.want) {
+				t.Errorf("got  %+v\nwant %+v", got.Choices[0].Message.ToolCalls, tt.want)
+			}
+		})
+	}
+	// A delta built in Go uses its Index, 0 included.
+	var acc ChatAccumulator
+	for _, d := range []ToolCallDelta{{Index: 1, ID: "b"}, {Index: 0, ID: "a"}, {Index: 1, Function: FunctionCall{Arguments: "x"}}} {
+		acc.AddChunk(&ChatCompletionChunk{ID: "x", Choices: []ChatChunkChoice{{Delta: ChatDelta{ToolCalls: []ToolCallDelta{d}}}}})
+	}
+	got, _ := acc.Result()
+	if calls := got.Choices[0].Message.ToolCalls; len(calls) != 2 || calls[0].ID != "a" || calls[1].ID != "b" || calls[1].Function.Arguments != "x" {
+		t.Errorf("Go deltas: %+v", calls)
+	}
+}
+
+func TestChatAccumulatorResultSharesNoMemory(t *testing.T) {
+	chunk := `{"id":"x","choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[{"token":"a","logprob":-1,"bytes":[97],"top_logprobs":[{"token":"a","logprob":-1,"bytes":[97]}]}],"refusal":[{"token":"r","logprob":-2,"top_logprobs":[]}]},"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}`
+	for _, viaChunk := range []bool{false, true} {
+		var acc ChatAccumulator
+		var c ChatCompletionChunk
+		if err := json.Unmarshal([]byte(chunk), &c); err != nil {
+			t.Fatal(err)
+		}
+		if viaChunk {
+			acc.AddChunk(&c)
+			// Changing the chunk added does not change the accumulator.
+			c.Usage.PromptTokensDetails.CachedTokens = 9
+			lp := c.Choices[0].Logprobs.Content
+			lp[0].Bytes[0], lp[0].TopLogprobs[0].Logprob, lp[0].TopLogprobs[0].Bytes[0] = 9, 9, 9
+		} else {
+			acc.AddEvent(Event{Data: json.RawMessage(chunk)})
+		}
+		want := snapshot(acc.Result())
+		first, _ := acc.Result()
+		first.Usage.PromptTokensDetails.CachedTokens = 7
+		lp := first.Choices[0].Logprobs
+		lp.Content[0].Token = "z"
+		lp.Content[0].Bytes[0] = 7
+		lp.Content[0].TopLogprobs[0].Logprob = 7
+		lp.Content[0].TopLogprobs[0].Bytes[0] = 7
+		lp.Refusal[0].Token = "z"
+		_ = append(lp.Content[:0], TokenLogprob{Token: "y"})
+		if got := snapshot(acc.Result()); got != want {
+			t.Errorf("viaChunk %v: changing a result changed the next:\n got %s\nwant %s", viaChunk, got, want)
+		}
+		if !strings.Contains(want, `"cached_tokens":1`) || !strings.Contains(want, `"bytes":[97]}]}]`) {
+			t.Errorf("viaChunk %v: changing the chunk changed the result: %s", viaChunk, want)
+		}
+	}
+}
+
+// snapshot returns the JSON encoding of a result, which later changes to
+// the result cannot alter.
+func snapshot(v any, _ error) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

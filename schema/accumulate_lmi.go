@@ -58,8 +58,7 @@ func (a *LMIAccumulator) AddLine(l *LMIStreamLine) error {
 			a.genText = &s
 		}
 		if l.Details != nil {
-			d := *l.Details
-			a.details = &d
+			a.details = l.Details.clone()
 		}
 	}
 	return nil
@@ -75,18 +74,18 @@ func (a *LMIAccumulator) Complete() bool { return a.final || a.done }
 // the streamed tokens when the server did not list them; nil if the
 // server sent no details. If the response is not
 // [LMIAccumulator.Complete], Result also returns an error matching
-// [ErrIncomplete].
+// [ErrIncomplete]. The returned response shares no memory with the
+// accumulator.
 func (a *LMIAccumulator) Result() (*LMIResponse, error) {
 	out := &LMIResponse{GeneratedText: a.text.String()}
 	if a.genText != nil {
 		out.GeneratedText = *a.genText
 	}
 	if a.details != nil {
-		d := *a.details
-		if d.Tokens == nil {
-			d.Tokens = slices.Clone(a.tokens)
+		out.Details = a.details.clone()
+		if out.Details.Tokens == nil {
+			out.Details.Tokens = slices.Clone(a.tokens)
 		}
-		out.Details = &d
 	}
 	if !a.Complete() {
 		return out, incomplete("no final line")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -88,5 +89,82 @@ func TestLMIAccumulator(t *testing.T) {
 	}
 	if !acc.Complete() {
 		t.Error("a line with details is the last line")
+	}
+}
+
+func TestCompletionAccumulatorFinishReasonError(t *testing.T) {
+	var acc CompletionAccumulator
+	if err := acc.AddEvent(Event{Data: json.RawMessage(`{"id":"c","choices":[{"index":0,"text":"Hi"}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	err := acc.AddEvent(Event{Data: json.RawMessage(`{"id":"c","choices":[{"index":0,"text":"!","finish_reason":"error"}]}`)})
+	var gen *GenerationError
+	if !errors.As(err, &gen) || gen.Choice != 0 {
+		t.Fatalf("AddEvent: got %v, want a *GenerationError", err)
+	}
+	acc.AddEvent(Event{Done: true})
+	got, err := acc.Result()
+	if !errors.As(err, &gen) || gen.Choice != 0 || got.Choices[0].Text != "Hi!" || got.Choices[0].FinishReason != "error" {
+		t.Fatalf("Result: %+v, %v", got, err)
+	}
+}
+
+func TestCompletionAccumulatorResultSharesNoMemory(t *testing.T) {
+	chunk := `{"id":"c","choices":[{"index":0,"text":"a","logprobs":{"tokens":["a"],"token_logprobs":[-1],"text_offset":[0],"top_logprobs":[{"a":-1}]},` +
+		`"prompt_logprobs":[null,{"1":{"logprob":-1,"rank":1,"decoded_token":"p"}}],"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2,"prompt_tokens_details":{"cached_tokens":1}},"kv_transfer_params":{"k":{"n":[1,{"m":2}]}}}`
+	for _, viaChunk := range []bool{false, true} {
+		var acc CompletionAccumulator
+		var c TextCompletion
+		if err := json.Unmarshal([]byte(chunk), &c); err != nil {
+			t.Fatal(err)
+		}
+		if viaChunk {
+			acc.AddChunk(&c)
+			c.KVTransferParams["k"].(map[string]any)["n"].([]any)[0] = 9.0
+			c.Choices[0].PromptLogprobs[1]["1"] = PromptLogprob{}
+			c.Choices[0].Logprobs.TopLogprobs[0]["a"] = 9
+		} else {
+			acc.AddEvent(Event{Data: json.RawMessage(chunk)})
+		}
+		want := snapshot(acc.Result())
+		first, _ := acc.Result()
+		first.Usage.PromptTokensDetails.CachedTokens = 7
+		first.KVTransferParams["x"] = 1
+		first.KVTransferParams["k"].(map[string]any)["n"].([]any)[1].(map[string]any)["m"] = 7.0
+		ch := &first.Choices[0]
+		ch.PromptLogprobs[1]["1"] = PromptLogprob{Rank: 7}
+		ch.PromptLogprobs[0] = map[string]PromptLogprob{}
+		ch.Logprobs.Tokens[0] = "z"
+		ch.Logprobs.TopLogprobs[0]["a"] = 7
+		if got := snapshot(acc.Result()); got != want {
+			t.Errorf("viaChunk %v: changing a result changed the next:\n got %s\nwant %s", viaChunk, got, want)
+		}
+		for _, s := range []string{`"kv_transfer_params":{"k":{"n":[1,{"m":2}]}}`, `"top_logprobs":[{"a":-1}]`, `"rank":1`} {
+			if !strings.Contains(want, s) {
+				t.Errorf("viaChunk %v: changing the chunk changed the result: %s lacks %s", viaChunk, want, s)
+			}
+		}
+	}
+}
+
+func TestLMIAccumulatorResultSharesNoMemory(t *testing.T) {
+	line := `{"token":{"id":1,"text":"a","log_prob":-1},"generated_text":"a","details":{"finish_reason":"length","generated_tokens":1,` +
+		`"tokens":[{"id":1,"text":"a","log_prob":-1}],"prefill":[{"id":2,"text":"p","log_prob":-2}],"best_of_sequences":[{"generated_text":"b","tokens":[{"id":3,"text":"b","log_prob":-3}]}]}}`
+	var l LMIStreamLine
+	if err := json.Unmarshal([]byte(line), &l); err != nil {
+		t.Fatal(err)
+	}
+	var acc LMIAccumulator
+	acc.AddLine(&l)
+	l.Details.Tokens[0].Text = "x" // the line added is not kept
+	want := snapshot(acc.Result())
+	first, _ := acc.Result()
+	first.Details.Tokens[0].Text = "z"
+	first.Details.Prefill[0].Text = "z"
+	first.Details.BestOfSequences[0].Tokens[0].Text = "z"
+	first.Details.BestOfSequences[0].GeneratedText = "z"
+	if got := snapshot(acc.Result()); got != want || strings.Contains(want, `"x"`) {
+		t.Errorf("changing a result changed the next:\n got %s\nwant %s", got, want)
 	}
 }

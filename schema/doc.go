@@ -35,7 +35,13 @@
 // The format is detected from the first byte, or chosen with
 // [Options.Format]. SSE follows the WHATWG rules plus what LMI containers
 // emit: "data:" with or without a space, a value that continues over
-// lines without "data:", and streams without blank lines. Events are
+// lines without "data:", and streams without blank lines. Fields and
+// comments may stand anywhere in an event's block: before its data,
+// between its data lines, or after its data (up to the blank line that
+// ends it). In a stream without blank lines, a data line after a
+// complete value starts the next event, and the fields in between belong
+// to the next event; until such a stream shows it (at its second event),
+// an event is returned when the line after it arrives. Events are
 // bounded by [Options.MaxEventSize]; malformed input gives a
 // [*SyntaxError] naming its byte offset, and [Options.Resync] lets the
 // decoder continue at the next event.
@@ -57,6 +63,8 @@
 // [ChatAccumulator], [CompletionAccumulator] and [LMIAccumulator] rebuild
 // the non-streaming result from a stream's events. Their Result reports
 // [ErrIncomplete] when the response was cut off, that is, ended without
-// [DONE] and without a final chunk; an LMI line reporting a failed
-// generation is a [*GenerationError].
+// [DONE] and without a final chunk. A generation that failed mid-stream
+// (an LMI line, or a chat or text completion choice, with finish_reason
+// "error") is a [*GenerationError]. A result shares no memory with its
+// accumulator.
 package schema

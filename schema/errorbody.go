@@ -80,14 +80,20 @@ func parseCode(raw json.RawMessage) int {
 	return n
 }
 
-// GenerationError reports an LMI generation that failed after the stream
-// began (so with HTTP status 200): a line or response whose details carry
-// finish_reason "error".
+// GenerationError reports a generation that failed after the stream
+// began (so with HTTP status 200): an LMI line or response whose details
+// carry finish_reason "error", or a chat or text completion choice whose
+// finish_reason is "error" (see [ChatAccumulator] and
+// [CompletionAccumulator]).
 type GenerationError struct {
-	// Details are the details of the failed line or response.
+	// Details are the details of the failed line or response. For a chat
+	// or text completion, only FinishReason is set ("error").
 	Details Details
 	// Token is the error token of a streamed line (id -1, special).
 	Token Token
+	// Choice is the index of the failed choice of a chat or text
+	// completion; 0 for LMI.
+	Choice int
 }
 
 // Error implements the error interface.

@@ -1,9 +1,11 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -29,16 +31,18 @@ type Event struct {
 	// of the next response may follow.
 	Done bool
 
-	// Type is the SSE "event" field of this event, or "" if none was
-	// given (the WHATWG default type is "message"). Always "" in JSON Lines.
+	// Type is the SSE "event" field of this event's block (the last one,
+	// if several), or "" if none was given (the WHATWG default type is
+	// "message"). Always "" in JSON Lines.
 	Type string
 
 	// ID is the SSE last event ID: the value of the most recent "id"
-	// field, which persists across events. Always "" in JSON Lines.
+	// field, which persists across events, as of the end of this event's
+	// block. Always "" in JSON Lines.
 	ID string
 
 	// Retry is the reconnection time of the most recent SSE "retry" field,
-	// or 0 if none was given.
+	// as of the end of this event's block, or 0 if none was given.
 	Retry time.Duration
 
 	// Offset is the stream position of the first byte of the value (or of
@@ -50,9 +54,16 @@ type Event struct {
 var errNoData = errors.New("schema: the [DONE] marker carries no data")
 
 // Decode unmarshals the event's data into v with encoding/json. A syntax
-// error in the data is returned as a [*SyntaxError] at its stream offset;
-// other errors, such as a type mismatch, are returned wrapped with the
-// event's offset.
+// error in the data is returned as a [*SyntaxError]; other errors, such
+// as a type mismatch, are returned wrapped with the event's offset.
+//
+// The offset of a syntax error is exact, the stream position of the
+// offending byte, when that byte is in the first line of Data, which is
+// always the case for single-line data. Data spanning lines is not a
+// contiguous piece of the stream (it lacks the "data:" prefixes, comment
+// and field lines, and the '\r' of "\r\n" line ends), so for an error
+// on a later line the offset is the event's Offset, its start, and the
+// message tells the line of Data, counted from 1.
 func (ev Event) Decode(v any) error {
 	if ev.Done {
 		return errNoData
@@ -63,7 +74,14 @@ func (ev Event) Decode(v any) error {
 	}
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) {
-		return &SyntaxError{Offset: ev.Offset + max(syn.Offset-1, 0), Msg: syn.Error(), Err: err}
+		at := min(max(syn.Offset-1, 0), int64(len(ev.Data)))
+		msg := syn.Error()
+		off := ev.Offset + at
+		if n := bytes.Count(ev.Data[:at], newline); n > 0 {
+			off = ev.Offset
+			msg += " (line " + strconv.Itoa(n+1) + " of the event's data)"
+		}
+		return &SyntaxError{Offset: off, Msg: msg, Err: err}
 	}
 	return fmt.Errorf("schema: event at offset %d: %w", ev.Offset, err)
 }

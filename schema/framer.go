@@ -41,23 +41,44 @@ type framer struct {
 	val    []byte // the data of the event being framed
 	valOff int64  // stream offset of val[0]
 	// The event step produced: its data (aliasing val), offset, whether
-	// it is [DONE], and its type.
-	outData []byte
-	outOff  int64
-	outDone bool
-	outType string
+	// it is [DONE], and its fields.
+	outData  []byte
+	outOff   int64
+	outDone  bool
+	outType  string
+	outID    string
+	outRetry time.Duration
 
 	// SSE only.
-	lf, cr    byteFinder // the fast path's searches for '\n' and '\r'
-	lineSeen  int        // bytes of a pending field line already searched for its end
-	valDone   bool       // a complete value ended on the current data line
-	pendingNL int        // line ends inside the data, not yet added to val
-	badAt     int64      // offset of the first syntax error in val, or -1
-	badMsg    string     // description of that error
-	evType    string     // event type for the next event
-	lastType  string     // previous event type, kept to avoid re-allocating it
-	id        string
-	retry     time.Duration
+	lf, cr   byteFinder // the fast path's searches for '\n' and '\r'
+	lineSeen int        // bytes of a pending field line already searched for its end
+	// valDone says a complete value ended on the current data line; at
+	// the start of a line, on the line before: the event is held.
+	valDone bool
+	// tail is how many bytes at the end of val (blanks and line ends) are
+	// tentative: they become data only if more data follows, and are
+	// dropped if the event ends first, so that they never count towards
+	// the size limit. tailLost says some were not kept, being over the
+	// limit: if more data follows, the event is too large.
+	tail     int
+	tailLost bool
+	badAt    int64  // offset of the first syntax error in val, or -1
+	badMsg   string // description of that error
+	evType   string // event type for the next event
+	lastType string // previous event type, kept to avoid re-allocating it
+	id       string
+	retry    time.Duration
+	// A complete value whose line has ended is held until its block ends
+	// (see sse.go); these are the fields it had then, and whether an event
+	// field followed it.
+	heldType  string
+	heldID    string
+	heldRetry time.Duration
+	heldTyped bool
+	// compact says the stream ends events without blank lines: a data
+	// line followed a held event. Complete values are then dispatched at
+	// the end of their line.
+	compact bool
 }
 
 func (f *framer) init(o Options) {
@@ -187,10 +208,15 @@ func (f *framer) startVal(off int64) {
 // appendVal adds bytes to the event data, within the size limit.
 func (f *framer) appendVal(b []byte) error {
 	if len(f.val)+len(b) > f.maxSize {
-		return f.fail(&EventTooLargeError{Offset: f.valOff, Limit: f.maxSize}, true)
+		return f.tooLarge()
 	}
 	f.val = append(f.val, b...)
 	return nil
+}
+
+// tooLarge fails the event in progress for exceeding the size limit.
+func (f *framer) tooLarge() error {
+	return f.fail(&EventTooLargeError{Offset: f.valOff, Limit: f.maxSize}, true)
 }
 
 // emit makes the event data framed in f.val the event, and starts
@@ -203,19 +229,21 @@ func (f *framer) emit() {
 // emitData makes data, at stream offset off, the event. data must stay
 // unchanged until the next step.
 func (f *framer) emitData(data []byte, off int64) {
-	f.outData, f.outOff, f.outDone, f.outType = data, off, false, f.evType
+	f.outData, f.outOff, f.outDone = data, off, false
+	f.outType, f.outID, f.outRetry = f.evType, f.id, f.retry
 	f.evType = ""
 }
 
 // emitDone makes the [DONE] marker at stream offset off the event.
 func (f *framer) emitDone(off int64) {
-	f.outData, f.outOff, f.outDone, f.outType = nil, off, true, f.evType
+	f.outData, f.outOff, f.outDone = nil, off, true
+	f.outType, f.outID, f.outRetry = f.evType, f.id, f.retry
 	f.evType = ""
 }
 
 // event returns the event of the last step that produced one.
 func (f *framer) event() Event {
-	return Event{Data: f.outData, Done: f.outDone, Type: f.outType, ID: f.id, Retry: f.retry, Offset: f.outOff}
+	return Event{Data: f.outData, Done: f.outDone, Type: f.outType, ID: f.outID, Retry: f.outRetry, Offset: f.outOff}
 }
 
 // clearVal forgets the event in progress, keeping the buffer's memory.
@@ -223,7 +251,8 @@ func (f *framer) clearVal() {
 	f.sc.reset()
 	f.val = f.val[:0]
 	f.valDone = false
-	f.pendingNL = 0
+	f.tail = 0
+	f.tailLost = false
 	f.badAt = -1
 }
 

@@ -11,6 +11,16 @@ import (
 // fuzzMax is a small event limit, so that fuzzing reaches it.
 const fuzzMax = 256
 
+// fuzzLimit returns the event limit FuzzFraming uses with a seed: for one
+// seed in 16, a tiny limit, from 1 to 32, so that the limit falls inside
+// the values, fields and blanks of short inputs; else fuzzMax.
+func fuzzLimit(seed uint64) int {
+	if seed%16 != 15 {
+		return fuzzMax
+	}
+	return 1 + int(seed/16%32)
+}
+
 // FuzzFraming frames arbitrary input whole and in random fragments: the
 // outcomes must be identical, bounded and consistent, and nothing may
 // panic or grow past the limits.
@@ -22,13 +32,17 @@ func FuzzFraming(f *testing.F) {
 		"{\"a\":1}{\"b\":2}\n[\n1\n]\n\"s\" 12 true\n",
 		"{\"a\":1}}\n... more\n{\"c\":[{}]}",
 		"data: {\"a\" 1}\ndata: 2\n\n",
+		"data: {\"a\":1}\nevent: late\nid: 9\n\ndata: 2\nid: 3\ndata: 4\n",
+		"data: {\"a\":\r\n: keep-alive\r\nevent: e\r\ndata: 1}\r\n\r\n",
 	} {
 		for format := range 3 {
 			f.Add([]byte(s), uint8(format), format == 1, uint64(len(s)))
+			f.Add([]byte(s), uint8(format), format == 1, uint64(16*len(s)+15))
 		}
 	}
 	f.Fuzz(func(t *testing.T, input []byte, format uint8, resync bool, seed uint64) {
-		opts := []func(*Options){withFormat(Format(format % 3)), withMax(fuzzMax)}
+		limit := fuzzLimit(seed)
+		opts := []func(*Options){withFormat(Format(format % 3)), withMax(limit)}
 		if resync {
 			opts = append(opts, withResync)
 		}
@@ -53,7 +67,7 @@ func FuzzFraming(f *testing.F) {
 				t.Fatalf("offset %d after %d, input %d bytes", r.Offset, prev, len(input))
 			}
 			prev = r.Offset
-			if len(r.Data) > fuzzMax {
+			if len(r.Data) > limit {
 				t.Fatalf("event of %d bytes", len(r.Data))
 			}
 			if r.Done {
@@ -78,7 +92,7 @@ func FuzzFraming(f *testing.F) {
 					break
 				}
 			}
-			if c := cap(d.in.f.val); c > 4*fuzzMax+64 {
+			if c := cap(d.in.f.val); c > 4*limit+64 {
 				t.Fatalf("event buffer grew to %d", c)
 			}
 		}
@@ -106,6 +120,8 @@ func FuzzAccumulators(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"index\":3,\"text\":\"a\",\"logprobs\":[{\"tokens\":[\"a\"]}]}]}\n\ndata: [DONE]\n\n"))
 	f.Add([]byte("{\"token\":{\"id\":1,\"text\":\"a\"}}\n{\"token\":{\"id\":-1,\"special_token\":true},\"details\":{\"finish_reason\":\"error\"}}\n"))
 	f.Add([]byte(`{"error":{"message":"m"}}`))
+	f.Add([]byte("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"id\":\"a\",\"function\":{\"name\":\"f\"}},{\"function\":{\"arguments\":\"{}\"}}]}}]}\nid: 1\n\n" +
+		"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"function\":{\"arguments\":\"x\"}}]},\"finish_reason\":\"error\"}]}\n\n"))
 	f.Fuzz(func(t *testing.T, input []byte) {
 		r := NewReader(bytes.NewReader(input), withResync, withMax(fuzzMax))
 		var chat ChatAccumulator

@@ -315,6 +315,14 @@ type ChatDelta struct {
 // the arguments. Index identifies the call within the message.
 type ToolCallDelta struct {
 	// Index is the position of the call in the message.
+	//
+	// It is 0 when the server omits "index" (or sends null), as lax
+	// servers do. [ChatAccumulator] then does not take the delta for a
+	// piece of call 0: it merges it into the call with the same ID, or,
+	// without an ID, into the call the previous delta went to if the
+	// delta comes first in its chunk, and otherwise starts a new call, so
+	// that several complete calls in one chunk stay apart. A delta built
+	// in Go rather than decoded always uses Index.
 	Index int `json:"index"`
 	// ID is the call's ID, on its first delta.
 	ID string `json:"id,omitempty"`
@@ -322,4 +330,25 @@ type ToolCallDelta struct {
 	Type string `json:"type,omitempty"`
 	// Function holds the name (first delta) and a piece of the arguments.
 	Function FunctionCall `json:"function"`
+
+	noIndex bool // decoded without an index
+}
+
+// UnmarshalJSON decodes d, recording whether the index was sent.
+func (d *ToolCallDelta) UnmarshalJSON(b []byte) error {
+	type plain ToolCallDelta
+	var w struct {
+		plain
+		Index *int `json:"index"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*d = ToolCallDelta(w.plain)
+	if w.Index != nil {
+		d.Index = *w.Index
+	} else {
+		d.noIndex = true
+	}
+	return nil
 }

@@ -39,7 +39,8 @@ type Options struct {
 
 	// MaxEventSize bounds the size in bytes of one JSON value and of one
 	// SSE field line. A larger event fails with an [*EventTooLargeError].
-	// Zero means DefaultMaxEventSize.
+	// The size of an event is that of its [Event.Data]: blanks and line
+	// ends around SSE data do not count. Zero means DefaultMaxEventSize.
 	MaxEventSize int
 
 	// Resync makes malformed input recoverable: after reporting a

@@ -29,6 +29,14 @@ package schema
 //		}
 //	}
 //
+// Next returns an event as soon as the bytes written show where it ends.
+// In SSE, that is the blank line after its data, or, in a stream without
+// blank lines, the line after its data (fields after data belong to its
+// event if a blank line follows them); once such a stream has shown it
+// uses no blank lines, at the end of the data line. So the first event of
+// a stream without blank lines (or its only one) comes with the next
+// message, or with Close.
+//
 // A Decoder is not safe for concurrent use. It copies what is written, so
 // the caller may reuse its message buffer; it holds the bytes written but
 // not yet framed, plus one event buffer bounded by [Options.MaxEventSize].

@@ -11,17 +11,31 @@ import (
 // multi-line data, dispatch at a blank line), with the deviations LMI
 // containers need:
 //
-//   - Data that forms one complete JSON value at the end of a line is
-//     dispatched there, without waiting for a blank line: streams without
-//     blank lines work, and a receive loop that feeds whole messages gets
-//     each event without delay.
+//   - Data that forms one complete JSON value at the end of a line is an
+//     event without a blank line, so streams without blank lines work. It
+//     is held until the next line shows where its block ends: a blank
+//     line, the end of input or a line that is not a field or comment
+//     dispatches it with the fields of its block, those after the data
+//     included, as WHATWG does; a data line dispatches it with the fields
+//     it had, leaving those in between to the next event, since fields
+//     come before their data in the streams seen. Once a data line has
+//     followed a complete value, the stream is known not to use blank
+//     lines (compact), and complete values are dispatched at the end of
+//     their line: a receive loop that feeds whole messages gets each
+//     event without waiting for the next message.
 //   - While the data is an incomplete JSON value, a line that does not
 //     start with "data" continues it verbatim (a pretty-printed value after
-//     a single "data:").
+//     a single "data:"), unless it is a comment or an "event", "id" or
+//     "retry" field, which no JSON text can start with (except a ':' that
+//     the value awaits after an object key, which continues it).
 //   - Data followed by a blank line is an event whatever it contains, as
 //     in WHATWG; so such data needs no scanning when the blank line is
 //     already in view (the fast path of sseDataStart). Malformed data not
 //     followed by a blank line is a syntax error.
+//   - Blanks (spaces and tabs) that end a line of data are data only if
+//     more data follows, as are line ends: the event is the data without
+//     surrounding whitespace, and its size, bounded by MaxEventSize, never
+//     counts blanks it does not contain, whichever path frames it.
 //   - A line that is neither a field, a comment nor blank is garbage
 //     between events and a syntax error, where WHATWG would ignore it.
 
@@ -50,7 +64,7 @@ func (f *framer) sseLineStart(p []byte, eof bool, off int64) (int, bool, error) 
 	pending := len(f.val) > 0
 	switch p[0] {
 	case '\n', '\r':
-		if pending {
+		if pending { // the block's end dispatches its event
 			f.emitSSE()
 			return f.endLine(p, 0), true, nil
 		}
@@ -65,34 +79,51 @@ func (f *framer) sseLineStart(p []byte, eof bool, off int64) (int, bool, error) 
 			break
 		}
 		n := len(dataField)
-		if n < len(p) && p[n] == ':' {
-			if f.badAt >= 0 {
-				break
-			}
-			f.resyncing = false
-			if pending {
-				f.state = lnValue
-				return n + 1, false, nil
-			}
-			return f.sseDataStart(p, eof, off)
+		colon := n < len(p) && p[n] == ':'
+		if !colon && n < len(p) && p[n] != '\n' && p[n] != '\r' {
+			break // another field whose name starts with "data"
 		}
-		if n == len(p) || p[n] == '\n' || p[n] == '\r' {
+		if f.badAt >= 0 {
+			break
+		}
+		if f.valDone {
+			// A data line after a complete value: the held event ends
+			// here, and this line starts the next one.
+			f.dispatchHeld()
+			return 0, true, nil
+		}
+		f.resyncing = false
+		if !colon {
 			// "data" alone: a data field with an empty value.
-			if f.badAt >= 0 {
-				break
-			}
-			f.resyncing = false
 			f.state = lnValue
 			return n, false, nil
 		}
+		if pending {
+			f.state = lnValue
+			return n + 1, false, nil
+		}
+		return f.sseDataStart(p, eof, off)
 	}
 	if f.badAt >= 0 {
 		// Malformed data, and no blank line to end the event.
 		return 0, true, f.fail(&SyntaxError{Offset: f.badAt, Msg: f.badMsg}, false)
 	}
-	if pending { // the value continues on this line
-		f.state = lnValue
-		return 0, false, nil
+	if pending && !f.valDone {
+		// The value is unfinished: the line continues it, unless it is a
+		// comment or a field that JSON text cannot start with.
+		if p[0] == ':' && f.sc.st != scColon {
+			f.state = lnSkip
+			return 0, false, nil
+		}
+		known, more := knownField(p, eof)
+		if more {
+			return 0, true, ErrNeedInput
+		}
+		if !known {
+			f.state = lnValue
+			return 0, false, nil
+		}
+		return f.sseField(p, eof, off)
 	}
 	if p[0] == ':' { // comment
 		f.resyncing = false
@@ -226,14 +257,17 @@ func (f *framer) sseData(in []byte, i int) (int, bool, error) {
 				}
 			}
 			if f.valDone && f.badAt < 0 {
-				f.emitSSE()
-				return f.endLine(in, i), true, nil
+				if f.compact {
+					f.emitSSE()
+					return f.endLine(in, i), true, nil
+				}
+				f.hold()
 			}
 			if len(f.val) > 0 {
-				// Lines of data are joined with '\n', added only if more
+				// Lines of data are joined with '\n', kept only if more
 				// data follows, so that the size of an event never counts
 				// the line end a blank line comes after.
-				f.pendingNL++
+				f.addTail(newline)
 			}
 			return f.endLine(in, i), false, nil
 		case f.badAt >= 0:
@@ -253,9 +287,7 @@ func (f *framer) sseData(in []byte, i int) (int, bool, error) {
 				f.badAt, f.badMsg = f.pos+int64(i), "data continues after a complete JSON value"
 				continue
 			}
-			if err := f.appendData(in[i : i+1]); err != nil {
-				return i + 1, true, err
-			}
+			f.addTail(in[i : i+1])
 			i++
 			continue
 		case len(f.val) == 0:
@@ -281,21 +313,66 @@ func (f *framer) sseData(in []byte, i int) (int, bool, error) {
 	return i, false, nil
 }
 
-// appendData adds bytes of data to the event, after the line ends that
-// separate them from the data before.
+// appendData adds bytes of data to the event: what precedes their
+// trailing blanks becomes data, together with the tentative bytes before
+// it; the trailing blanks are tentative.
 func (f *framer) appendData(b []byte) error {
-	for ; f.pendingNL > 0; f.pendingNL-- {
-		if err := f.appendVal(newline); err != nil {
-			return err
-		}
+	t := len(b)
+	for t > 0 && isBlankByte(b[t-1]) {
+		t--
 	}
-	return f.appendVal(b)
+	if t > 0 {
+		if f.tailLost || len(f.val)+t > f.maxSize {
+			return f.tooLarge()
+		}
+		f.val = append(f.val, b[:t]...)
+		f.tail = 0
+	}
+	f.addTail(b[t:])
+	return nil
 }
 
-// emitSSE makes the event data, without trailing blanks, the event.
+// addTail adds tentative bytes to the event. Those that would not fit
+// within the size limit are not kept: data cannot follow them without
+// exceeding it.
+func (f *framer) addTail(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if f.tailLost || len(f.val)+len(b) > f.maxSize {
+		f.tailLost = true
+		return
+	}
+	f.val = append(f.val, b...)
+	f.tail += len(b)
+}
+
+// emitSSE makes the event data, without its tentative tail, the event.
 func (f *framer) emitSSE() {
-	f.val = trimBlanks(f.val)
+	f.val = f.val[:len(f.val)-f.tail]
 	f.emit()
+}
+
+// hold keeps the complete value whose line just ended as the pending
+// event, remembering its fields: those that follow it in its block apply
+// to it if a blank line (or the end of input) ends the block, and to the
+// next event if a data line does.
+func (f *framer) hold() {
+	f.heldType, f.heldID, f.heldRetry, f.heldTyped = f.evType, f.id, f.retry, false
+}
+
+// dispatchHeld makes the held event the event, with its fields, when a
+// data line follows it: the stream is compact from then on.
+func (f *framer) dispatchHeld() {
+	next := ""
+	if f.heldTyped {
+		next = f.evType
+	}
+	f.evType = f.heldType
+	f.emitSSE()
+	f.outID, f.outRetry = f.heldID, f.heldRetry
+	f.evType = next
+	f.compact = true
 }
 
 // trimBlanks returns b without trailing spaces and tabs.
@@ -326,6 +403,10 @@ func (f *framer) sseField(p []byte, eof bool, off int64) (int, bool, error) {
 	}
 	if j > f.maxSize || j < 0 && len(p) > f.maxSize {
 		f.lineSeen = 0
+		if f.valDone { // the held event ends before the line
+			f.emitSSE()
+			return 0, true, nil
+		}
 		return 0, true, f.fail(&EventTooLargeError{Offset: off, Limit: f.maxSize}, true)
 	}
 	if j < 0 {
@@ -348,6 +429,9 @@ func (f *framer) sseField(p []byte, eof bool, off int64) (int, bool, error) {
 			f.lastType = string(value)
 		}
 		f.evType = f.lastType
+		if f.valDone {
+			f.heldTyped = true
+		}
 	case "id":
 		if bytes.IndexByte(value, 0) < 0 && string(value) != f.id {
 			f.id = string(value)
@@ -359,6 +443,11 @@ func (f *framer) sseField(p []byte, eof bool, off int64) (int, bool, error) {
 	default:
 		if isFieldName(name) || !colon && isBlank(line) {
 			return j, false, nil
+		}
+		if f.valDone { // the held event ends before the line
+			f.state = lnStart
+			f.emitSSE()
+			return 0, true, nil
 		}
 		err := &SyntaxError{Offset: off, Msg: "unexpected text outside an event: " + excerpt(line)}
 		return j, true, f.fail(err, true)
