@@ -581,7 +581,7 @@ func TestResponseErrorShowsActualStatus(t *testing.T) {
 	if !errors.As(err, &re) || !errors.As(err, &me) || re.StatusCode != 400 {
 		t.Fatalf("error %v, want a ResponseError 400 wrapping a ModelError", err)
 	}
-	if s := err.Error(); !strings.Contains(s, "ModelError (400)") || strings.Contains(s, "424") {
+	if s := err.Error(); !strings.Contains(s, "ModelError (400)") || strings.Contains(s, "(424)") {
 		t.Fatalf("Error() = %q, want the actual status 400", s)
 	}
 	if s := me.Error(); !strings.Contains(s, "ModelError (424)") {
