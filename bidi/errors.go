@@ -112,10 +112,15 @@ func (e *InternalStreamFailure) ErrorFault() smithy.ErrorFault { return smithy.F
 // request content, so Error() leaves it (and LogStreamArn) out; read the
 // fields directly.
 type ModelError struct {
-	Message            string
+	Message string
+	// OriginalStatusCode is the HTTP status the model container answered
+	// with (not the service's 424), when it answered.
 	OriginalStatusCode int
-	OriginalMessage    string
-	LogStreamArn       string
+	// OriginalMessage is the container's own message; it may echo
+	// request content.
+	OriginalMessage string
+	// LogStreamArn names the CloudWatch log stream of the container.
+	LogStreamArn string
 	// ErrorCode_ is the modeled ErrorCode member; see [ModelStreamError].
 	ErrorCode_ string
 }
@@ -223,6 +228,8 @@ func (e *ServiceUnavailableError) ErrorFault() smithy.ErrorFault { return smithy
 // message (with its :error-code and :error-message headers). The stream
 // ends with it.
 type StreamError struct {
+	// Code is the :exception-type of an exception message, or the
+	// :error-code of an error message ("UnknownError" when absent).
 	Code    string
 	Message string
 }

@@ -47,7 +47,8 @@ func Example() {
 }
 
 // Talking to a real endpoint: credentials and region come from the usual
-// AWS configuration (environment, shared files, IAM role).
+// AWS configuration (environment, shared files, IAM role). The example has
+// no Output comment, so it is compiled but not run: it needs AWS.
 func ExampleNewFromConfig() {
 	ctx := context.Background()
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-west-2"))

@@ -38,6 +38,10 @@ func TestSeedFilesAreVerbatim(t *testing.T) {
 		b, _ := os.ReadFile(f)
 		prefix := filepath.Base(f)[:3]
 		doc, _ := filepath.Glob(filepath.Join(seedDir, prefix+"_*.txt"))
+		if len(doc) != 1 {
+			t.Errorf("%s names no seed document (%s_*.txt in %s)", f, prefix, seedDir)
+			continue
+		}
 		text, _ := os.ReadFile(doc[0])
 		if !bytes.Contains(text, b) {
 			t.Errorf("%s is not a verbatim excerpt of %s", f, doc[0])
