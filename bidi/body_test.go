@@ -2,6 +2,7 @@ package bidi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"strings"
@@ -268,12 +269,12 @@ func TestPipeFail(t *testing.T) {
 // TestEncodePartAllocs: encoding a part allocates nothing once the
 // session's buffers have grown.
 func TestEncodePartAllocs(t *testing.T) {
-	c := &Client{options: Options{Padding: BucketPadding{}, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}}
+	c := &Client{options: Options{Padding: BucketPadding{}, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}, padSem: make(chan struct{}, 1)}
 	s := &Session{c: c, opts: &c.options}
 	data := make([]byte, 256)
-	s.encodePart(Part{Data: data, Complete: true})
+	s.encodePart(context.Background(), Part{Data: data, Complete: true})
 	if n := testing.AllocsPerRun(100, func() {
-		if err := s.encodePart(Part{Data: data, Type: DataTypeUTF8, Complete: true}); err != nil {
+		if err := s.encodePart(context.Background(), Part{Data: data, Type: DataTypeUTF8, Complete: true}); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {
@@ -287,7 +288,7 @@ func TestEncodePartContentType(t *testing.T) {
 	c := &Client{options: Options{Padding: NoPadding{}}}
 	s := &Session{c: c, opts: &c.options}
 	for _, data := range [][]byte{nil, {}, []byte("x")} {
-		if err := s.encodePart(Part{Data: data, Complete: true}); err != nil {
+		if err := s.encodePart(context.Background(), Part{Data: data, Complete: true}); err != nil {
 			t.Fatal(err)
 		}
 		_, has := s.msg.Headers.Get(wire.ContentTypeHeader)

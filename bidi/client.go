@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"net/http"
 	"net/url"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
@@ -25,9 +24,10 @@ type Client struct {
 	userAgent string
 	logOn     bool // a log mode is set and the logger is not logging.Nop
 
-	// padMu serialises the reads of Options.PaddingSource, which the
-	// client's sessions share.
-	padMu sync.Mutex
+	// padSem, a one-slot semaphore, serialises the reads of
+	// Options.PaddingSource, which the client's sessions share. Unlike a
+	// mutex, waiting for it is bounded by the sender's context and session.
+	padSem chan struct{}
 }
 
 // NewFromConfig returns a Client configured from cfg (region, credentials,
@@ -36,7 +36,7 @@ type Client struct {
 // endpoint combined with FIPS, are reported by [Client.Open].
 func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
 	o := resolveOptions(cfg, optFns...)
-	c := &Client{options: o, signer: newSigner(), userAgent: userAgent}
+	c := &Client{options: o, signer: newSigner(), userAgent: userAgent, padSem: make(chan struct{}, 1)}
 	_, nop := o.Logger.(logging.Nop)
 	c.logOn = !nop && o.ClientLogMode != 0
 	if o.AppID != "" {
@@ -83,6 +83,9 @@ func (c *Client) Options() Options { return c.options.Copy() }
 // answer, so messages can be sent right away. An HTTP error response (for example
 // a 424 [*ModelError]) reaches the caller as soon as it arrives, through
 // any pending or later Send, Recv or [Session.Response].
+// A stream the service answered is returned even if it has already ended,
+// with an error or not, by the time Open returns: Recv then returns the
+// messages that came before the end, then its reason.
 //
 // ctx governs the whole session, not only the call: when it is cancelled
 // the session ends as if Close had been called, and later calls return
@@ -115,6 +118,9 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 		s.logf(logging.Debug, "bidi: opening session with endpoint %q", in.EndpointName)
 	}
 	go s.run(a)
+	if testHookOpenWait != nil {
+		testHookOpenWait(s)
+	}
 	select {
 	case <-s.pipe.dispatched:
 	case <-s.respReady:
@@ -123,12 +129,28 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 			return nil, s.respErr
 		}
 	case <-s.ctx.Done():
+		// The session may have ended after the model answered (a stream
+		// cut short, a mid-stream error): it is then the caller's, with
+		// the messages received before the end and its reason. Only a
+		// request that failed before the response headers fails Open.
+		select {
+		case <-s.respReady:
+			if s.respErr == nil {
+				return s, nil
+			}
+		default:
+		}
 		err := s.sessionErr()
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
+
+// testHookOpenWait, if set (by tests), is called by Open after it started
+// the session's goroutine and before it waits for the request to be on its
+// way.
+var testHookOpenWait func(*Session)
 
 func (c *Client) logf(cl logging.Classification, format string, v ...any) {
 	if !c.logOn {

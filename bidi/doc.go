@@ -26,7 +26,10 @@
 // is padded (Options.Padding) so its size on the wire reveals only a
 // bucket. [Session.SendPart] and [Session.RecvPart] work with the parts
 // themselves, for live audio and similar streams, and [Session.Reader]
-// presents the incoming bytes as an io.Reader.
+// presents the incoming bytes as an io.Reader. While a message begun with
+// SendPart is incomplete, CloseSend returns [ErrMessageInProgress] and
+// ends nothing: check its error, or a Recv waiting for io.EOF waits until
+// its context ends.
 //
 // # Errors
 //

@@ -588,3 +588,93 @@ func TestResponseErrorShowsActualStatus(t *testing.T) {
 		t.Fatalf("ModelError.Error() = %q, want its modeled status", s)
 	}
 }
+
+// TestNoLookAheadPastException: the service fills the session's receive
+// queue (32 messages), sends a ModelStreamError and then an unknown event,
+// and ends the stream while nobody receives. The session waits to queue
+// the exception, and the stream's end must not make it read on past the
+// exception: the unknown event is never decoded (it would be logged).
+func TestNoLookAheadPastException(t *testing.T) {
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		for i := 0; i < 32; i++ {
+			st.Send(bidi.Text(fmt.Sprint(i)))
+		}
+		st.SendModelStreamError("E", "container died")
+		st.SendMessage(&eventstream.Message{Headers: eventstream.Headers{
+			{Name: wire.MessageTypeHeader, Value: eventstream.StringValue("event")},
+			{Name: wire.EventTypeHeader, Value: eventstream.StringValue("AfterTheEnd")},
+		}, Payload: []byte("{}")})
+	}))
+	log := &captureLogger{}
+	c := srv.Client(func(o *bidi.Options) { o.Logger = log; o.ClientLogMode = aws.LogRetries })
+	ctx := testCtx(t)
+	sess := open(t, c, ctx)
+	isMSE := func(err error) bool {
+		var mse *bidi.ModelStreamError
+		return errors.As(err, &mse) && mse.ErrorCode_ == "E"
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := sess.Send(ctx, bidi.Text("x"))
+		if isMSE(err) {
+			break // the exception is decoded
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Send = %v, want *ModelStreamError", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Give the transport time to stop the request body, the event that
+	// made the session look ahead.
+	time.Sleep(200 * time.Millisecond)
+	for i := 0; i < 32; i++ {
+		if m, err := sess.Recv(ctx); err != nil || string(m.Data) != fmt.Sprint(i) {
+			t.Fatalf("Recv %d = %q, %v", i, m.Data, err)
+		}
+	}
+	if _, err := sess.Recv(ctx); !isMSE(err) {
+		t.Fatalf("Recv after the messages = %v, want *ModelStreamError", err)
+	}
+	if strings.Contains(log.text(), "AfterTheEnd") {
+		t.Fatalf("the session decoded past the exception:\n%s", log.text())
+	}
+}
+
+// TestOpenAfterStreamEnded: when the stream has already ended with an
+// error by the time Open checks (the service answered, sent a message and
+// cut the stream short), Open returns the session, whose Recv returns the
+// message and then the error: Open fails only for a request that failed
+// before the response headers. A hook makes Open check only once the
+// session has ended, so that every case of its wait is ready; over the
+// iterations, any of them would be picked.
+func TestOpenAfterStreamEnded(t *testing.T) {
+	frame, _ := eventstream.AppendMessage(nil, &eventstream.Message{
+		Headers: wire.AppendPartHeaders(nil, &wire.Part{DataType: wire.DataTypeUTF8, CompletionState: wire.CompletionComplete}),
+		Payload: []byte("a complete message"),
+	})
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.Send(bidi.Text("first"))
+		st.WriteRaw(frame[:len(frame)/2])
+	}))
+	t.Cleanup(bidi.SetOpenHook(func(s *bidi.Session) {
+		select {
+		case <-s.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	c := srv.Client()
+	ctx := testCtx(t)
+	for i := range 30 {
+		sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "my-endpoint"})
+		if err != nil {
+			t.Fatalf("Open %d = %v; the stream ended after the response: want the session", i, err)
+		}
+		if m, err := sess.Recv(ctx); err != nil || string(m.Data) != "first" {
+			t.Fatalf("Recv %d = %q, %v", i, m.Data, err)
+		}
+		if _, err := sess.Recv(ctx); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("Recv %d = %v, want an error wrapping io.ErrUnexpectedEOF", i, err)
+		}
+		sess.Close()
+	}
+}

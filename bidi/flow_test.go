@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -456,5 +457,227 @@ func TestPaddingSourceSharedBySessions(t *testing.T) {
 	}
 	if n := src.reads.Load(); n < sessions*sends {
 		t.Fatalf("PaddingSource read %d times, want at least %d", n, sessions*sends)
+	}
+}
+
+// gateSource is a PaddingSource whose reads succeed, except that read
+// number at (from 1) closes entered and waits for gate; once the gate is
+// open, that read and every later one return fail (nil: they succeed).
+// It records the largest read asked of it.
+type gateSource struct {
+	at      int32
+	fail    error
+	entered chan struct{}
+	gate    chan struct{}
+	once    sync.Once
+	reads   atomic.Int32
+	largest atomic.Int64 // reads do not overlap
+}
+
+func newGateSource(t *testing.T, at int32, fail error) *gateSource {
+	g := &gateSource{at: at, fail: fail, entered: make(chan struct{}), gate: make(chan struct{})}
+	t.Cleanup(g.open) // release a blocked read before the sessions close
+	return g
+}
+
+func (g *gateSource) Read(p []byte) (int, error) {
+	n := g.reads.Add(1)
+	if n == g.at {
+		close(g.entered)
+		<-g.gate
+	}
+	if int64(len(p)) > g.largest.Load() {
+		g.largest.Store(int64(len(p)))
+	}
+	if n >= g.at && g.fail != nil {
+		return 0, g.fail
+	}
+	clear(p)
+	return len(p), nil
+}
+
+// open opens the gate; calling it again does nothing.
+func (g *gateSource) open() { g.once.Do(func() { close(g.gate) }) }
+
+// waitEntered waits for the gated read to start.
+func (g *gateSource) waitEntered(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the PaddingSource's gated read did not start")
+	}
+}
+
+// within runs f and returns its error, failing the test if f does not
+// return within 5 s (f is then left running).
+func within(t *testing.T, what string, f func() error) error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- f() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s still blocked after 5s", what)
+		return nil
+	}
+}
+
+// TestSendMidMessageAfterStreamEnd: the service sends messages and a
+// ModelStreamError and ends the stream, while nobody receives and a
+// fragmented Send is between two parts. The stream being over, nothing
+// half-sent can reach the model: whether the next part fails to encode
+// (the PaddingSource fails) or not, Send returns the reason the stream
+// ended (a stand-in wrapping ErrStreamEnded when the reason is beyond the
+// look-ahead), not a SendInterruptedError, and does not abort the
+// session, so Recv still returns every message and then the reason.
+func TestSendMidMessageAfterStreamEnd(t *testing.T) {
+	isMSE := func(err error) bool {
+		var mse *bidi.ModelStreamError
+		return errors.As(err, &mse) && mse.ErrorCode_ == "E"
+	}
+	for _, tc := range []struct {
+		name     string
+		messages int
+		fail     error
+	}{
+		{"reason within look-ahead, source fails", 40, errEntropy},
+		{"reason within look-ahead, source works", 40, nil},
+		{"reason beyond look-ahead, source fails", 100, errEntropy},
+		{"reason beyond look-ahead, source works", 100, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+				if _, err := st.RecvPart(); err != nil { // the first part
+					return
+				}
+				for i := 0; i < tc.messages; i++ {
+					st.Send(bidi.Text(fmt.Sprint(i)))
+				}
+				st.SendModelStreamError("E", "container died")
+			}))
+			// 8-byte parts, each padded with 4 KiB read from the source:
+			// the second part's read waits for the gate, and the service
+			// ends the stream once it has the first part.
+			src := newGateSource(t, 2, tc.fail)
+			c := srv.Client(func(o *bidi.Options) {
+				o.MaxPartSize = 8
+				o.PaddingSource = src
+				o.Padding = bidi.PaddingFunc(func(int) int { return 4096 })
+			})
+			ctx := testCtx(t)
+			sess := open(t, c, ctx)
+			sendErr := make(chan error, 1)
+			go func() { sendErr <- sess.Send(ctx, bidi.Binary(make([]byte, 8*10))) }()
+			src.waitEntered(t)
+			want := func(what string, err error) {
+				t.Helper()
+				var ie *bidi.SendInterruptedError
+				if errors.As(err, &ie) {
+					t.Fatalf("%s = %v, want the reason the stream ended", what, err)
+				}
+				if tc.messages == 40 && !isMSE(err) || tc.messages != 40 && !errors.Is(err, bidi.ErrStreamEnded) {
+					t.Fatalf("%s = %v, want the reason the stream ended", what, err)
+				}
+			}
+			// Another Send waits for the send lock until the send side
+			// fails: the session has seen the end of the stream.
+			want("concurrent Send", within(t, "concurrent Send", func() error { return sess.Send(ctx, bidi.Text("x")) }))
+			src.open()
+			want("interrupted Send", within(t, "interrupted Send", func() error { return <-sendErr }))
+			for i := 0; i < tc.messages; i++ {
+				if m, err := sess.Recv(ctx); err != nil || string(m.Data) != fmt.Sprint(i) {
+					t.Fatalf("Recv %d = %q, %v", i, m.Data, err)
+				}
+			}
+			if _, err := sess.Recv(ctx); !isMSE(err) {
+				t.Fatalf("Recv after the messages = %v, want *ModelStreamError", err)
+			}
+			if err := sess.Send(ctx, bidi.Text("x")); !isMSE(err) {
+				t.Fatalf("Send after Recv = %v, want *ModelStreamError", err)
+			}
+		})
+	}
+}
+
+// TestPaddingSourceWaitBounded: while a read of the shared PaddingSource
+// blocks in one session, another session's Send waiting for its turn is
+// still bounded by its context (before its first part is queued: ctx's
+// error, session intact; after: SendInterruptedError) and by Close.
+func TestPaddingSourceWaitBounded(t *testing.T) {
+	srv := newServer(t, biditest.Echo())
+	src := newGateSource(t, 1, nil)
+	// An 8-byte part carries no padding; any other part 4 KiB, read from
+	// the source.
+	c := srv.Client(func(o *bidi.Options) {
+		o.MaxPartSize = 8
+		o.PaddingSource = src
+		o.Padding = bidi.PaddingFunc(func(n int) int {
+			if n == 8 {
+				return 0
+			}
+			return 4096
+		})
+	})
+	ctx := testCtx(t)
+	a, b, cl, d := open(t, c, ctx), open(t, c, ctx), open(t, c, ctx), open(t, c, ctx)
+	aErr := make(chan error, 1)
+	go func() { aErr <- a.Send(ctx, bidi.Text("a")) }()
+	src.waitEntered(t) // a's read holds the source
+
+	var ie *bidi.SendInterruptedError
+	err := within(t, "Send with an expired context", func() error {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		return b.Send(short, bidi.Text("b"))
+	})
+	if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ie) {
+		t.Fatalf("Send before its first part = %v, want DeadlineExceeded, session intact", err)
+	}
+
+	err = within(t, "Send with an expired context mid-message", func() error {
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		return d.Send(short, bidi.Binary(make([]byte, 8+3))) // the 8-byte part is queued
+	})
+	if !errors.As(err, &ie) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Send after its first part = %v, want *SendInterruptedError wrapping DeadlineExceeded", err)
+	}
+
+	clErr := make(chan error, 1)
+	go func() { clErr <- cl.Send(ctx, bidi.Text("c")) }()
+	time.Sleep(50 * time.Millisecond)
+	cl.Close()
+	if err := within(t, "Send after Close", func() error { return <-clErr }); !errors.Is(err, bidi.ErrSessionClosed) {
+		t.Fatalf("Send waiting for the source after Close = %v, want ErrSessionClosed", err)
+	}
+
+	src.open()
+	if err := within(t, "Send holding the source", func() error { return <-aErr }); err != nil {
+		t.Fatalf("Send holding the source: %v", err)
+	}
+	if m, err := a.Recv(ctx); err != nil || string(m.Data) != "a" {
+		t.Fatalf("Recv = %q, %v", m.Data, err)
+	}
+	roundTrip(t, b, "b again")
+}
+
+// TestPaddingSourceReadSize: as Options.PaddingSource documents, no read
+// of the source asks for more than 4 KiB, even for the largest padding.
+func TestPaddingSourceReadSize(t *testing.T) {
+	srv := newServer(t, biditest.Echo())
+	src := newGateSource(t, -1, nil) // never waits
+	c := srv.Client(func(o *bidi.Options) {
+		o.PaddingSource = src
+		o.Padding = bidi.PaddingFunc(func(int) int { return bidi.MaxPadding })
+	})
+	ctx := testCtx(t)
+	sess := open(t, c, ctx)
+	for range 3 {
+		roundTrip(t, sess, "x")
+	}
+	if n := src.largest.Load(); n == 0 || n > 4096 {
+		t.Fatalf("largest read of the PaddingSource: %d bytes, want 1 to 4096", n)
 	}
 }

@@ -127,10 +127,13 @@ type Options struct {
 	// PaddingSource supplies the random bytes of the padding, mapped to
 	// printable ASCII. Nil means a fast per-session generator (ChaCha8)
 	// seeded from crypto/rand. A Client's sessions share the reader; the
-	// Client serialises their reads (in blocks of up to 4 KiB), so it need
-	// not be safe for concurrent use. A reader given to several Clients,
-	// or used elsewhere too, must be. If it fails, the Send that needed
-	// padding fails with its error (see [Session.Send]).
+	// Client serialises their reads (each asks for at most 4 KiB), so it
+	// need not be safe for concurrent use. A reader given to several
+	// Clients, or used elsewhere too, must be. A Send waiting for another
+	// session's read gives up when its context ends or its session is
+	// closed; a read in progress cannot be interrupted, so a reader that
+	// blocks holds up the Sends that need padding. If it fails, the Send
+	// that needed padding fails with its error (see [Session.Send]).
 	PaddingSource io.Reader
 
 	// Now is the clock used for signing. Nil means time.Now. Set it for

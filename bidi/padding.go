@@ -128,7 +128,8 @@ func (e *paddingSourceError) Unwrap() error { return e.err }
 
 // padReader buffers a padding source so that a session reads its random
 // bytes in 4 KiB blocks instead of one call (often a system call) per
-// part. It is not safe for concurrent use; give each sender its own.
+// part. No read of the source asks for more than 4 KiB. It is not safe for
+// concurrent use; give each sender its own.
 type padReader struct {
 	src io.Reader
 	buf [4096]byte
@@ -145,11 +146,13 @@ func newPadReader(src io.Reader) *padReader {
 }
 
 // Read fills p from the buffer, refilling it from the source as needed.
-// Requests larger than the buffer go straight to the source.
+// A request of a whole block or more, with the buffer empty, is read
+// straight into p, one block at a time (io.ReadFull asks again for the
+// rest).
 func (r *padReader) Read(p []byte) (int, error) {
 	if r.off == r.end {
 		if len(p) >= len(r.buf) {
-			return r.src.Read(p)
+			return r.src.Read(p[:len(r.buf)])
 		}
 		n, err := io.ReadAtLeast(r.src, r.buf[:], len(p))
 		r.off, r.end = 0, n

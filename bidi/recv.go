@@ -319,9 +319,13 @@ func deadOf(b *reqBody) <-chan struct{} {
 // stream is then over (the transport stops the body when the response
 // has ended or the stream is reset), but its end, or the reason for it,
 // is queued behind those messages. So that Send reports the reason
-// without waiting for Recv, the reader looks ahead, at most as far again
-// as the queue's bounds; if the end is further, Send gets a provisional
-// ErrStreamEnded, which the reason replaces once it is decoded.
+// without waiting for Recv, the reader looks ahead, decoding at most
+// recvQueueItems parts, and no more once they reach recvQueueBytes: since
+// a part's size is known only once it is decoded, the last one may cross
+// that bound, so the look-ahead holds less than recvQueueBytes plus one
+// part (at most MaxMessageSize; a larger one is not kept). If the end is
+// further, Send gets a provisional ErrStreamEnded, which the reason
+// replaces once it is decoded.
 func (r *respReader) transportStopped() {
 	r.dead = nil
 	s := r.s
@@ -364,6 +368,10 @@ func (s *Session) endRecv(err error, r *respReader) {
 	if s.ctx.Err() != nil {
 		return // closed or failed: the cause is already set
 	}
+	// Nothing follows the terminal item: while it waits for room in the
+	// queue, the transport stopping must not make the reader look ahead
+	// past it (transportStopped).
+	r.dead = nil
 	cause := terminalSendError(err)
 	s.failSend(cause)
 	if s.c.logOn {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	mathrand "math/rand/v2"
-	"sync"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
@@ -27,6 +26,12 @@ var ErrMessageInProgress = errors.New("bidi: a message begun with SendPart is no
 // the next message must not be joined to its first half, so the session is
 // aborted. It unwraps to the cause (the context's error, or the encoding
 // error).
+//
+// If the stream was already over when that happened (the service had
+// ended it, or it had failed), nothing more of the message could reach the
+// model anyway: Send then returns the reason the stream ended, as it does
+// after any failure, and does not abort the session, so Recv still
+// returns the messages received before the end, then that reason.
 type SendInterruptedError struct {
 	Err error
 }
@@ -56,7 +61,11 @@ func (e *SendInterruptedError) Unwrap() error { return e.Err }
 // were queued, the half-sent message cannot be withdrawn and the session
 // is aborted with a [*SendInterruptedError]. Other errors (such as a
 // failing Options.PaddingSource) are handled alike: before the first part
-// is queued they leave the session usable, after it they abort it.
+// is queued they leave the session usable, after it they abort it. Once
+// the stream is over, though, Send stops at the next part and returns the
+// reason instead, without aborting (see [SendInterruptedError]). Waiting
+// for Options.PaddingSource while another session reads it is bounded by
+// ctx and by Close like any other wait.
 //
 // Send is safe for concurrent use: concurrent calls are serialized (one
 // holds the send lock at a time; waiting for it is bounded by ctx), and
@@ -219,7 +228,18 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 	if err := ctx.Err(); err != nil {
 		return s.interrupted(err, midMessage)
 	}
-	if err := s.encodePart(p); err != nil {
+	select {
+	case <-s.sendFailed:
+		// The stream is over: nothing more reaches the model. Report why,
+		// leaving the session, and the messages Recv has yet to return,
+		// alone.
+		return s.sendCause()
+	default:
+	}
+	if err := s.encodePart(ctx, p); err != nil {
+		if err == errSendOver {
+			return s.sendCause()
+		}
 		return s.interrupted(err, midMessage)
 	}
 	for {
@@ -250,15 +270,43 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 // interrupted handles a part that could not be queued because of err (ctx
 // ended, or the part could not be encoded): the session survives unless
 // earlier parts of the same message are already on their way, which would
-// leave half a message on the wire for the next one to be joined to.
+// leave half a message on the wire for the next one to be joined to. If
+// the send side has already failed (the stream is over), the half-sent
+// message cannot reach the model: the reason is returned and the session
+// is left alone, so that neither the reason nor the undelivered messages
+// are lost.
 func (s *Session) interrupted(err error, midMessage bool) error {
 	if !midMessage {
 		return err
 	}
 	ie := &SendInterruptedError{Err: err}
-	s.abort(ie)
+	if !s.abortSend(ie) {
+		return s.sendCause()
+	}
 	return ie
 }
+
+// abortSend aborts the session with err, unless the send side has already
+// failed; it reports whether it did. The check and the abort are atomic
+// with respect to the reader recording why the stream ended.
+func (s *Session) abortSend(err error) bool {
+	s.failMu.Lock()
+	if s.sendErr != nil {
+		s.failMu.Unlock()
+		return false
+	}
+	s.sendErr, s.sendProvisional = err, false
+	close(s.sendFailed)
+	s.failMu.Unlock()
+	s.pipe.fail(err)
+	s.cancel(err)
+	return true
+}
+
+// errSendOver is returned by encodePart when it stopped waiting for the
+// padding source because the session or its send side ended; sendPart
+// then reports the cause.
+var errSendOver = errors.New("bidi: send side over")
 
 func wrapEncodeError(err error) error {
 	if err == nil {
@@ -269,8 +317,10 @@ func wrapEncodeError(err error) error {
 
 // encodePart fills s.msg with the PayloadPart for p: DataType,
 // CompletionState and padding headers, p.Data as payload. It allocates
-// nothing once the session's buffers have grown.
-func (s *Session) encodePart(p Part) error {
+// nothing once the session's buffers have grown. A wait for the client's
+// shared padding source ends with ctx's error, or with errSendOver when
+// the session or its send side ends first.
+func (s *Session) encodePart(ctx context.Context, p Part) error {
 	dt, cs := wire.DataTypeBinary, wire.CompletionPartial
 	if p.Type == DataTypeUTF8 {
 		dt = wire.DataTypeUTF8
@@ -281,10 +331,20 @@ func (s *Session) encodePart(p Part) error {
 	var pad []byte
 	if n := padLen(s.opts.Padding, len(p.Data)); n > 0 {
 		if s.padSrc == nil {
-			s.padSrc = s.c.paddingSource()
+			s.padSrc, s.padShared = s.c.paddingSource(s)
 		}
 		var err error
-		if s.pad, err = appendPadding(s.pad[:0], n, s.padSrc); err != nil {
+		if sh := s.padShared; sh != nil {
+			sh.ctx = ctx
+			s.pad, err = appendPadding(s.pad[:0], n, s.padSrc)
+			if sh.waitErr != nil {
+				err, sh.waitErr = sh.waitErr, nil
+			}
+			sh.ctx = nil
+		} else {
+			s.pad, err = appendPadding(s.pad[:0], n, s.padSrc)
+		}
+		if err != nil {
 			return err
 		}
 		pad = s.pad
@@ -294,32 +354,68 @@ func (s *Session) encodePart(p Part) error {
 	return nil
 }
 
-// paddingSource returns a new session's source of padding bytes:
-// Options.PaddingSource, buffered, its reads serialised across the
-// client's sessions by c.padMu; or by default a ChaCha8 generator (a
-// cryptographically strong one) of the session's own, seeded from
-// crypto/rand, which costs one 32-byte read per session instead of a
-// system call per few parts, and takes no lock.
-func (c *Client) paddingSource() io.Reader {
+// paddingSource returns session s's source of padding bytes: for
+// Options.PaddingSource, a buffered [sharedSource] (also returned), whose
+// reads the client's sessions take turns at; or by default a ChaCha8
+// generator (a cryptographically strong one) of the session's own, seeded
+// from crypto/rand, which costs one 32-byte read per session instead of a
+// system call per few parts, and takes no turns.
+func (c *Client) paddingSource(s *Session) (io.Reader, *sharedSource) {
 	if src := c.options.PaddingSource; src != nil {
-		return newPadReader(&lockedReader{mu: &c.padMu, r: src})
+		sh := &sharedSource{sem: c.padSem, r: src, s: s}
+		return newPadReader(sh), sh
 	}
 	var seed [32]byte
 	if _, err := rand.Read(seed[:]); err != nil {
-		return newPadReader(nil)
+		return newPadReader(nil), nil
 	}
-	return mathrand.NewChaCha8(seed)
+	return mathrand.NewChaCha8(seed), nil
 }
 
-// lockedReader serialises the reads of a reader shared by several
-// sessions.
-type lockedReader struct {
-	mu *sync.Mutex
-	r  io.Reader
+// sharedSource is one session's access to Options.PaddingSource, which
+// the client's sessions share: a read holds the client's one-slot
+// semaphore, so reads never overlap. Waiting for it is bounded, as every
+// wait of Send is, by the context of the Send being served (ctx, set by
+// encodePart around each use) and by the end of the session or of its
+// send side; the reason the wait ended is left in waitErr. Only the
+// sender holding the session's send lock uses it.
+type sharedSource struct {
+	sem chan struct{}
+	r   io.Reader
+	s   *Session
+
+	ctx     context.Context
+	waitErr error
 }
 
-func (l *lockedReader) Read(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *sharedSource) Read(p []byte) (int, error) {
+	if err := l.acquire(); err != nil {
+		l.waitErr = err
+		return 0, err
+	}
+	defer func() { <-l.sem }()
 	return l.r.Read(p)
+}
+
+// acquire takes the semaphore, or returns ctx's error or errSendOver.
+func (l *sharedSource) acquire() error {
+	select {
+	case l.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	ctx := l.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	select {
+	case l.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.s.sendFailed:
+		return errSendOver
+	case <-l.s.ctx.Done():
+		return errSendOver
+	}
 }

@@ -40,11 +40,20 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // Flow and memory: Send copies each part into a send queue of at most 64
 // KiB (or one larger part) from which the HTTP/2 transport takes parts as
 // flow control allows, so a service that does not read makes Send block.
-// On the receiving side the session reads at most 32 parts or 1 MiB ahead
-// of Recv, then leaves the rest to HTTP/2 flow control; a reassembled
-// message is bounded by Options.MaxMessageSize. Once the service has ended
-// the stream, the session reads up to as much again, to find the reason
-// it ended and report it through Send without waiting for Recv.
+// On the receiving side the session queues at most 32 parts or 1 MiB (or
+// one larger part) ahead of Recv, and holds one more part while it waits
+// for room, then leaves the rest to HTTP/2 flow control; a reassembled
+// message is bounded by Options.MaxMessageSize, and so is every part kept
+// in memory. Once the service has ended the stream, the session reads up
+// to 32 parts further, to find the reason it ended and report it through
+// Send without waiting for Recv; it stops once they reach 1 MiB, so they
+// hold less than 1 MiB plus one part.
+//
+// Ending the request: CloseSend refuses, with [ErrMessageInProgress], to
+// end the request while a message begun with SendPart is incomplete, and
+// sends nothing. Check its error: the request stays open, so a caller
+// that ignores it and then reads until io.EOF would wait in Recv until its
+// context ends.
 //
 // Lifetime: a session ends when the service ends the stream, when it
 // fails, when the context given to Open is cancelled, or when Close is
@@ -91,6 +100,7 @@ type Session struct {
 	msg        eventstream.Message
 	pad        []byte
 	padSrc     io.Reader
+	padShared  *sharedSource // padSrc's shared source, if any
 	pipe       sendPipe
 
 	// Response headers, set once by the run goroutine before respReady is
@@ -113,8 +123,10 @@ type Session struct {
 }
 
 // recvQueueItems and recvQueueBytes bound the messages the session reads
-// ahead of Recv. Beyond them the session stops reading and HTTP/2 flow
-// control holds the service back.
+// ahead of Recv (a part larger than recvQueueBytes is queued alone). Beyond
+// them the session stops reading and HTTP/2 flow control holds the service
+// back. The look-ahead after the stream ended (transportStopped) uses the
+// same bounds, the byte bound being checked before each part is decoded.
 const (
 	recvQueueItems = 32
 	recvQueueBytes = 1 << 20
