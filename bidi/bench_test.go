@@ -374,6 +374,23 @@ func streamRaw(b *testing.B, c *http.Client, url string, msg []byte) {
 	b.StopTimer()
 }
 
+// measureLatency calls once warmup times, then b.N times under the timer,
+// and reports allocations and the 50th and 99th percentiles of the
+// durations once returns.
+func measureLatency(b *testing.B, warmup int, once func() time.Duration) {
+	for range warmup {
+		once()
+	}
+	lat := make([]time.Duration, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		lat[i] = once()
+	}
+	b.StopTimer()
+	reportLatency(b, lat)
+}
+
 // reportLatency reports the 50th and 99th percentiles of lat in µs.
 func reportLatency(b *testing.B, lat []time.Duration) {
 	if len(lat) == 0 {
@@ -401,11 +418,8 @@ func BenchmarkPingPong(b *testing.B) {
 		}
 		defer sess.Close()
 		warmOurs(b, sess, msg)
-		lat := make([]time.Duration, b.N)
 		b.SetBytes(size)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
+		measureLatency(b, 0, func() time.Duration {
 			t0 := time.Now()
 			if err := sess.Send(ctx, bidi.Binary(msg)); err != nil {
 				b.Fatal(err)
@@ -413,25 +427,16 @@ func BenchmarkPingPong(b *testing.B) {
 			if _, err := sess.Recv(ctx); err != nil {
 				b.Fatal(err)
 			}
-			lat[i] = time.Since(t0)
-		}
-		b.StopTimer()
-		reportLatency(b, lat)
+			return time.Since(t0)
+		})
 	})
 	b.Run("impl=raw", func(b *testing.B) {
 		_, _, rc, info := benchClients(b)
 		rs := openRaw(b, rc, info.Raw)
 		defer rs.close()
 		buf := make([]byte, size)
-		for range 10 {
-			rs.pw.Write(msg)
-			io.ReadFull(rs.body, buf)
-		}
-		lat := make([]time.Duration, b.N)
 		b.SetBytes(size)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
+		measureLatency(b, 10, func() time.Duration {
 			t0 := time.Now()
 			if _, err := rs.pw.Write(msg); err != nil {
 				b.Fatal(err)
@@ -439,10 +444,8 @@ func BenchmarkPingPong(b *testing.B) {
 			if _, err := io.ReadFull(rs.body, buf); err != nil {
 				b.Fatal(err)
 			}
-			lat[i] = time.Since(t0)
-		}
-		b.StopTimer()
-		reportLatency(b, lat)
+			return time.Since(t0)
+		})
 	})
 }
 
@@ -472,17 +475,7 @@ func BenchmarkOpen(b *testing.B) {
 			sess.Close()
 			return d
 		}
-		for range 10 {
-			openOnce()
-		}
-		lat := make([]time.Duration, b.N)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			lat[i] = openOnce()
-		}
-		b.StopTimer()
-		reportLatency(b, lat)
+		measureLatency(b, 10, openOnce)
 	})
 	b.Run("impl=raw", func(b *testing.B) {
 		_, _, rc, info := benchClients(b)
@@ -501,16 +494,6 @@ func BenchmarkOpen(b *testing.B) {
 			resp.Body.Close()
 			return d
 		}
-		for range 10 {
-			once()
-		}
-		lat := make([]time.Duration, b.N)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			lat[i] = once()
-		}
-		b.StopTimer()
-		reportLatency(b, lat)
+		measureLatency(b, 10, once)
 	})
 }
