@@ -5,13 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/clitest"
 )
 
 func TestChatWithoutAWS(t *testing.T) {
@@ -61,24 +61,6 @@ func TestChatDefaultPromptsAndFlags(t *testing.T) {
 	}
 }
 
-// randomPrompts returns n prompts of 1 to 30 characters, some of them
-// multi-byte, quotes or backslashes, and always 1-character ones.
-func randomPrompts(seed uint64, n int) []string {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	alphabet := []rune(`abcXYZ 019?!"\é漢字🙂ß`)
-	prompts := []string{"a", "é"}
-	for len(prompts) < n {
-		r := make([]rune, 1+rng.IntN(30))
-		for i := range r {
-			r[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		if p := strings.TrimSpace(string(r)); p != "" {
-			prompts = append(prompts, p)
-		}
-	}
-	return prompts
-}
-
 // TestManyPrompts holds 20-turn conversations, and 1-turn ones, with demo
 // models that cut their answers differently: the tail of one answer (the
 // rest of the message carrying [DONE], or its blank line in a message of
@@ -91,7 +73,7 @@ func TestManyPrompts(t *testing.T) {
 			srv := biditest.NewServer(biditest.DemoModel(&biditest.DemoOptions{Seed: seed, MaxCut: int(4 + 20*(seed-1))}))
 			defer srv.Close()
 			client := srv.Client()
-			prompts := randomPrompts(seed, 20)
+			prompts := clitest.RandomPrompts(seed, 20)
 			runs := [][]string{prompts}
 			for _, p := range prompts {
 				runs = append(runs, []string{p})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"regexp"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/clitest"
 )
 
 // TestDemoRunsWithoutAWS runs the program as the README's first command
@@ -70,24 +70,6 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-// randomPrompts returns n prompts of 1 to 30 characters, some of them
-// multi-byte, quotes or backslashes, and always a 1-character one.
-func randomPrompts(seed uint64, n int) []string {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	alphabet := []rune(`abcXYZ 019?!"\é漢字🙂ß`)
-	prompts := []string{"a", "é"}
-	for len(prompts) < n {
-		r := make([]rune, 1+rng.IntN(30))
-		for i := range r {
-			r[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		if p := strings.TrimSpace(string(r)); p != "" {
-			prompts = append(prompts, p)
-		}
-	}
-	return prompts
-}
-
 // TestManyPrompts runs the demo for 20 prompts against demo models that
 // cut their answers differently, each prompt in a session of its own
 // followed by the audio echo and the end of the stream: the end of an
@@ -103,7 +85,7 @@ func TestManyPrompts(t *testing.T) {
 			srv := biditest.NewServer(biditest.DemoModel(&biditest.DemoOptions{Seed: seed, MaxCut: int(4 + 20*(seed-1))}))
 			defer srv.Close()
 			client := srv.Client(func(o *bidi.Options) { o.MaxPartSize = 4096 })
-			prompts := randomPrompts(seed, 20)
+			prompts := clitest.RandomPrompts(seed, 20)
 			for i, p := range append(prompts, "") {
 				o := &options{prompts: []string{p}, audioBytes: 5000, maxPart: 4096}
 				if p == "" {
@@ -159,7 +141,7 @@ func TestInteractive(t *testing.T) {
 	onTerminal(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	prompts := randomPrompts(42, 20)
+	prompts := clitest.RandomPrompts(42, 20)
 	in := strings.Join(prompts, "\n\n") + "\n"
 	var out, errOut bytes.Buffer
 	if code := run(ctx, []string{"-prompt", "x"}, strings.NewReader(in), &out, &errOut); code != 0 {
