@@ -7,13 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/textproto"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
-
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
@@ -71,9 +67,9 @@ func authViolation(status int, errorType, msg string, err error) *Violation {
 
 // verifySeed checks the SigV4 signature of r as the service would and
 // returns the seed of the event signature chain. The canonical request is
-// rebuilt from the headers named in SignedHeaders (host is r.Host, the
-// HTTP/2 :authority) and signed again with the server's credentials at the
-// request's X-Amz-Date.
+// rebuilt from the client's own SignedHeaders list ("host" and
+// ":authority" both stand for r.Host, the HTTP/2 :authority) and signed
+// again with the server's credentials at the request's X-Amz-Date.
 func (s *Server) verifySeed(r *http.Request) ([]byte, *Violation) {
 	const forbidden = http.StatusForbidden
 	authz := r.Header.Values("Authorization")
@@ -95,12 +91,8 @@ func (s *Server) verifySeed(r *http.Request) ([]byte, *Violation) {
 	if a.date != amzDate[:8] {
 		return nil, authViolation(forbidden, invalidSignatureErrorType, "Credential date does not match X-Amz-Date", nil)
 	}
-	if s.maxSkew > 0 {
-		now := s.now()
-		if d := now.Sub(t); d > s.maxSkew || -d > s.maxSkew {
-			return nil, authViolation(forbidden, invalidSignatureErrorType,
-				fmt.Sprintf("Signature expired or not yet current: X-Amz-Date is %v away from the server's time (limit %v)", d.Round(time.Second), s.maxSkew), nil)
-		}
+	if v := s.checkSkew(t); v != nil {
+		return nil, v
 	}
 	if subtle.ConstantTimeCompare([]byte(a.accessKey), []byte(s.creds.AccessKeyID)) != 1 {
 		return nil, authViolation(forbidden, "UnrecognizedClientException", "The security token included in the request is invalid.", nil)
@@ -117,15 +109,12 @@ func (s *Server) verifySeed(r *http.Request) ([]byte, *Violation) {
 		return nil, authViolation(forbidden, invalidSignatureErrorType, "Credential should be scoped with a valid terminator: 'aws4_request'", nil)
 	}
 	signed := strings.Split(a.signedHeaders, ";")
-	for _, name := range []string{"host", "x-amz-date", "x-amz-content-sha256"} {
-		if !slices.Contains(signed, name) {
-			return nil, authViolation(forbidden, invalidSignatureErrorType, "SignedHeaders must include "+name, nil)
-		}
+	if v := checkSignedHeaders(r, signed); v != nil {
+		return nil, v
 	}
 	token := r.Header.Values("X-Amz-Security-Token")
 	if s.creds.SessionToken != "" {
-		if len(token) != 1 || !slices.Contains(signed, "x-amz-security-token") ||
-			subtle.ConstantTimeCompare([]byte(token[0]), []byte(s.creds.SessionToken)) != 1 {
+		if len(token) != 1 || subtle.ConstantTimeCompare([]byte(token[0]), []byte(s.creds.SessionToken)) != 1 {
 			return nil, authViolation(forbidden, "UnrecognizedClientException", "The security token included in the request is invalid.", nil)
 		}
 	} else if len(token) != 0 {
@@ -136,44 +125,79 @@ func (s *Server) verifySeed(r *http.Request) ([]byte, *Violation) {
 		return nil, authViolation(forbidden, invalidSignatureErrorType, "Signature must be 64 lower-case hex digits", nil)
 	}
 
-	want, err := s.expectedAuthorization(r, signed, t)
-	if err != nil {
-		return nil, authViolation(forbidden, invalidSignatureErrorType, "cannot compute the request signature", err)
-	}
-	if want.signedHeaders != a.signedHeaders {
+	scope := a.date + "/" + a.region + "/" + a.service + "/" + a.terminator
+	creq := canonicalRequest(r, signed, r.Header.Get("X-Amz-Content-Sha256"))
+	key := signingKey(s.creds.SecretAccessKey, a.date, a.region, a.service)
+	want := hex.EncodeToString(hmacSHA256(key, stringToSign(amzDate, scope, creq)))
+	if !hmac.Equal([]byte(want), []byte(a.signature)) {
 		return nil, authViolation(forbidden, invalidSignatureErrorType,
-			fmt.Sprintf("SignedHeaders %q do not match the signable headers of the request (%q)", a.signedHeaders, want.signedHeaders), nil)
-	}
-	if !hmac.Equal([]byte(want.signature), []byte(a.signature)) {
-		return nil, authViolation(forbidden, invalidSignatureErrorType,
-			"The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.", nil)
+			"The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.", nil)
 	}
 	return seed, nil
 }
 
-// expectedAuthorization signs a copy of r that holds only the signed
-// headers and returns the Authorization the server computes.
-func (s *Server) expectedAuthorization(r *http.Request, signed []string, t time.Time) (authorization, error) {
-	u := &url.URL{Scheme: "https", Host: r.Host, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
-	req := &http.Request{Method: r.Method, URL: u, Host: r.Host, Header: make(http.Header, len(signed))}
-	for _, name := range signed {
-		switch name {
-		case "host":
-			continue
-		case "content-length":
-			req.ContentLength = r.ContentLength
-			continue
+// checkSignedHeaders checks the SignedHeaders list of r's Authorization:
+// lower-case names, sorted, without duplicates; "host" or, over HTTP/2,
+// the ":authority" pseudo-header among them (SigV4 allows either); only
+// pseudo-headers an HTTP/2 request carries; and every x-amz-* and
+// x-amzn-sagemaker-* header of the request signed. Other headers may be
+// signed or not, as the client chose.
+func checkSignedHeaders(r *http.Request, signed []string) *Violation {
+	const forbidden = http.StatusForbidden
+	for i, name := range signed {
+		if name == "" || name != strings.ToLower(name) || (i > 0 && signed[i-1] >= name) {
+			return authViolation(forbidden, invalidSignatureErrorType,
+				"SignedHeaders must list lower-case header names, sorted and without duplicates", nil)
 		}
-		key := textproto.CanonicalMIMEHeaderKey(name)
-		if vals := r.Header.Values(key); len(vals) > 0 {
-			req.Header[key] = append([]string(nil), vals...)
+		if strings.HasPrefix(name, ":") && !slices.Contains(pseudoHeaders, name) {
+			return authViolation(forbidden, invalidSignatureErrorType,
+				fmt.Sprintf("SignedHeaders names %q, which is not an HTTP/2 request pseudo-header", name), nil)
 		}
 	}
-	err := v4.NewSigner().SignHTTP(r.Context(), s.creds, req, streamingPayloadHash, signingService, s.region, t)
-	if err != nil {
-		return authorization{}, err
+	if !slices.Contains(signed, "host") && !slices.Contains(signed, ":authority") {
+		return authViolation(forbidden, invalidSignatureErrorType,
+			"'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.", nil)
 	}
-	return parseAuthorization(req.Header.Get("Authorization"))
+	var unsigned []string
+	for key := range r.Header {
+		name := strings.ToLower(key)
+		if (strings.HasPrefix(name, "x-amz-") || strings.HasPrefix(name, "x-amzn-sagemaker-")) && !slices.Contains(signed, name) {
+			unsigned = append(unsigned, name)
+		}
+	}
+	if len(unsigned) > 0 {
+		slices.Sort(unsigned)
+		return authViolation(forbidden, invalidSignatureErrorType,
+			fmt.Sprintf("'%s' must be a 'SignedHeader' in the AWS Authorization.", strings.Join(unsigned, "', '")), nil)
+	}
+	return nil
+}
+
+// pseudoHeaders are the pseudo-headers of an HTTP/2 request, which SigV4
+// may sign like any header.
+var pseudoHeaders = []string{":authority", ":method", ":path", ":scheme"}
+
+// checkSkew rejects a request signed at t further than MaxClockSkew from
+// the server's clock, with the service's messages.
+func (s *Server) checkSkew(t time.Time) *Violation {
+	if s.maxSkew <= 0 {
+		return nil
+	}
+	now := s.now().UTC()
+	f := func(t time.Time) string { return t.UTC().Format(amzDateFormat) }
+	skew := fmt.Sprintf("%d min.", int(s.maxSkew/time.Minute))
+	if s.maxSkew%time.Minute != 0 {
+		skew = s.maxSkew.String()
+	}
+	switch {
+	case now.Sub(t) > s.maxSkew:
+		return authViolation(http.StatusForbidden, invalidSignatureErrorType,
+			fmt.Sprintf("Signature expired: %s is now earlier than %s (%s - %s)", f(t), f(now.Add(-s.maxSkew)), f(now), skew), nil)
+	case t.Sub(now) > s.maxSkew:
+		return authViolation(http.StatusForbidden, invalidSignatureErrorType,
+			fmt.Sprintf("Signature not yet current: %s is still later than %s (%s + %s)", f(t), f(now.Add(s.maxSkew)), f(now), skew), nil)
+	}
+	return nil
 }
 
 // newVerifier returns the event verifier of a stream that starts at seed.
