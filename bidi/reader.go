@@ -8,7 +8,7 @@ import (
 // Reader returns an io.Reader over the concatenated bytes of the messages
 // the model sends, ignoring message boundaries and data types, so that
 // stream decoders compose with a session, for example
-// schema.NewReader(sess.Reader(ctx)). It receives parts as they arrive
+// framing.NewReader(sess.Reader(ctx)). It receives parts as they arrive
 // (through RecvPart), so a long message is readable before it is complete
 // and Options.MaxMessageSize bounds only each part.
 //

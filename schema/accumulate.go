@@ -2,11 +2,12 @@ package schema
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // This file holds what the accumulators share.
@@ -14,10 +15,6 @@ import (
 // maxEntries bounds the distinct choices of a response, and the distinct
 // tool calls of a choice, that an accumulator tracks.
 const maxEntries = 1024
-
-// ErrTooManyChoices is returned by an accumulator for a stream with more
-// than 1024 distinct choices, or tool calls in one choice.
-var ErrTooManyChoices = errors.New("schema: too many choices or tool calls")
 
 // indexed is an entry an accumulator keeps per index (choice, tool call).
 type indexed interface{ key() int }
@@ -281,7 +278,7 @@ func (d *Details) clone() *Details {
 // into *c as [decodeEvent] does; fields returns the fields of *c that tell
 // a chunk from an error payload, whose object is "error" or which has no
 // id, choices or usage.
-func decodeChunk[C, E any](ev Event, c *C, choices *[]E, fields func(*C) (object, id string, usage *Usage)) error {
+func decodeChunk[C, E any](ev framing.Event, c *C, choices *[]E, fields func(*C) (object, id string, usage *Usage)) error {
 	kept := (*choices)[:cap(*choices)]
 	clear(kept)
 	*c = *new(C)
@@ -296,7 +293,7 @@ func decodeChunk[C, E any](ev Event, c *C, choices *[]E, fields func(*C) (object
 // [Event.Decode] does, and then, if bare reports that v may be an error
 // payload (which decodes into a chunk or line without error, leaving it
 // bare), the [*ErrorResponse] of the payload if it is one.
-func decodeEvent[V any](ev Event, v *V, bare func(*V) bool) error {
+func decodeEvent[V any](ev framing.Event, v *V, bare func(*V) bool) error {
 	if err := ev.Decode(v); err != nil {
 		return err
 	}
@@ -308,7 +305,7 @@ func decodeEvent[V any](ev Event, v *V, bare func(*V) bool) error {
 
 // payloadError returns the error a payload carries, if it is an error
 // payload, or nil.
-func payloadError(ev Event) error {
+func payloadError(ev framing.Event) error {
 	var e ErrorResponse
 	if ev.Decode(&e) != nil || e.empty() {
 		return nil

@@ -3,6 +3,8 @@ package schema
 import (
 	"cmp"
 	"strings"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // ChatAccumulator rebuilds, from the chunks of a streamed chat completion,
@@ -68,7 +70,7 @@ func (t *toolCall) function() FunctionCall {
 // AddEvent adds one event of the stream: a chunk, or the [DONE] marker.
 // It returns the [*ErrorResponse] of an error payload, decoding errors as
 // [Event.Decode] does, and the errors of AddChunk.
-func (a *ChatAccumulator) AddEvent(ev Event) error {
+func (a *ChatAccumulator) AddEvent(ev framing.Event) error {
 	if ev.Done {
 		a.progress.done = true
 		return nil

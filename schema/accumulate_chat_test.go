@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // feedChat adds the given chunk payloads (and [DONE] for "[DONE]") to a
@@ -14,9 +16,9 @@ func feedChat(t *testing.T, payloads ...string) *ChatAccumulator {
 	t.Helper()
 	var acc ChatAccumulator
 	for _, p := range payloads {
-		ev := Event{Data: json.RawMessage(p)}
+		ev := framing.Event{Data: json.RawMessage(p)}
 		if p == "[DONE]" {
-			ev = Event{Done: true}
+			ev = framing.Event{Done: true}
 		}
 		if err := acc.AddEvent(ev); err != nil {
 			t.Fatalf("%s: %v", p, err)
@@ -94,7 +96,7 @@ func TestChatAccumulatorIncomplete(t *testing.T) {
 		t.Errorf("partial result %+v", got)
 	}
 	// [DONE] is authoritative.
-	acc.AddEvent(Event{Done: true})
+	acc.AddEvent(framing.Event{Done: true})
 	if _, err := acc.Result(); err != nil {
 		t.Errorf("after [DONE]: %v", err)
 	}
@@ -104,7 +106,7 @@ func TestChatAccumulatorResultIsASnapshot(t *testing.T) {
 	acc := feedChat(t, `{"id":"x","choices":[{"index":0,"delta":{"content":"a"},"logprobs":{"content":[{"token":"a","logprob":0}]}}],"usage":{"total_tokens":1}}`)
 	first, _ := acc.Result()
 	feedMore := `{"id":"x","choices":[{"index":0,"delta":{"content":"b"},"logprobs":{"content":[{"token":"b","logprob":0}]},"finish_reason":"stop"}],"usage":{"total_tokens":2}}`
-	if err := acc.AddEvent(Event{Data: json.RawMessage(feedMore)}); err != nil {
+	if err := acc.AddEvent(framing.Event{Data: json.RawMessage(feedMore)}); err != nil {
 		t.Fatal(err)
 	}
 	second, _ := acc.Result()
@@ -119,22 +121,22 @@ func TestChatAccumulatorResultIsASnapshot(t *testing.T) {
 func TestChatAccumulatorErrors(t *testing.T) {
 	var acc ChatAccumulator
 	var er *ErrorResponse
-	err := acc.AddEvent(Event{Data: json.RawMessage(`{"object":"error","message":"bad","type":"BadRequestError","code":400}`)})
+	err := acc.AddEvent(framing.Event{Data: json.RawMessage(`{"object":"error","message":"bad","type":"BadRequestError","code":400}`)})
 	if !errors.As(err, &er) || *er != (ErrorResponse{Code: 400, Message: "bad", Type: "BadRequestError"}) {
 		t.Errorf("vLLM error: %v", err)
 	}
-	err = acc.AddEvent(Event{Data: json.RawMessage(`{"error":{"message":"overloaded","type":"server_error","code":"503"}}`)})
+	err = acc.AddEvent(framing.Event{Data: json.RawMessage(`{"error":{"message":"overloaded","type":"server_error","code":"503"}}`)})
 	if !errors.As(err, &er) || *er != (ErrorResponse{Code: 503, Message: "overloaded", Type: "server_error"}) {
 		t.Errorf("OpenAI error: %v", err)
 	}
 	// Malformed data: a syntax error at its stream offset.
-	err = acc.AddEvent(Event{Data: json.RawMessage(`{"id":"x",}`), Offset: 100})
-	var syn *SyntaxError
+	err = acc.AddEvent(framing.Event{Data: json.RawMessage(`{"id":"x",}`), Offset: 100})
+	var syn *framing.SyntaxError
 	if !errors.As(err, &syn) || syn.Offset != 110 {
 		t.Errorf("syntax: %v", err)
 	}
 	// A type mismatch names the event offset.
-	err = acc.AddEvent(Event{Data: json.RawMessage(`{"choices":{}}`), Offset: 7})
+	err = acc.AddEvent(framing.Event{Data: json.RawMessage(`{"choices":{}}`), Offset: 7})
 	var typ *json.UnmarshalTypeError
 	if !errors.As(err, &typ) || !strings.Contains(err.Error(), "offset 7") {
 		t.Errorf("type mismatch: %v", err)
@@ -152,7 +154,7 @@ func TestChatAccumulatorTooManyChoices(t *testing.T) {
 		b.WriteString(`{"index":` + itoa(i) + `,"delta":{}}`)
 	}
 	b.WriteString(`]}`)
-	if err := acc.AddEvent(Event{Data: json.RawMessage(b.String())}); !errors.Is(err, ErrTooManyChoices) {
+	if err := acc.AddEvent(framing.Event{Data: json.RawMessage(b.String())}); !errors.Is(err, ErrTooManyChoices) {
 		t.Errorf("got %v", err)
 	}
 }
@@ -165,7 +167,7 @@ func TestChatAccumulatorReset(t *testing.T) {
 	if acc.Done() || acc.Complete() {
 		t.Fatal("Reset kept state")
 	}
-	acc.AddEvent(Event{Data: json.RawMessage(`{"id":"b","choices":[{"index":0,"delta":{"content":"two"},"finish_reason":"stop"}]}`)})
+	acc.AddEvent(framing.Event{Data: json.RawMessage(`{"id":"b","choices":[{"index":0,"delta":{"content":"two"},"finish_reason":"stop"}]}`)})
 	got, err := acc.Result()
 	if err != nil || got.ID != "b" || got.Choices[0].Message.Content != "two" {
 		t.Errorf("after Reset: %+v, %v", got, err)
@@ -228,16 +230,16 @@ func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 func TestChatAccumulatorFinishReasonError(t *testing.T) {
 	var acc ChatAccumulator
-	err := acc.AddEvent(Event{Data: json.RawMessage(`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}},{"index":1,"delta":{"content":"A"},"finish_reason":"stop"}]}`)})
+	err := acc.AddEvent(framing.Event{Data: json.RawMessage(`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}},{"index":1,"delta":{"content":"A"},"finish_reason":"stop"}]}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = acc.AddEvent(Event{Data: json.RawMessage(`{"id":"x","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"error"}]}`)})
+	err = acc.AddEvent(framing.Event{Data: json.RawMessage(`{"id":"x","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"error"}]}`)})
 	var gen *GenerationError
 	if !errors.As(err, &gen) || gen.Choice != 0 || gen.Details.FinishReason != "error" {
 		t.Fatalf("AddEvent: got %v, want a *GenerationError for choice 0", err)
 	}
-	acc.AddEvent(Event{Done: true})
+	acc.AddEvent(framing.Event{Done: true})
 	got, err := acc.Result()
 	if !errors.As(err, &gen) || gen.Choice != 0 || errors.Is(err, ErrIncomplete) {
 		t.Fatalf("Result: got %v, want a *GenerationError for choice 0", err)
@@ -318,7 +320,7 @@ func TestChatAccumulatorResultSharesNoMemory(t *testing.T) {
 			lp := c.Choices[0].Logprobs.Content
 			lp[0].Bytes[0], lp[0].TopLogprobs[0].Logprob, lp[0].TopLogprobs[0].Bytes[0] = 9, 9, 9
 		} else {
-			acc.AddEvent(Event{Data: json.RawMessage(chunk)})
+			acc.AddEvent(framing.Event{Data: json.RawMessage(chunk)})
 		}
 		want := snapshot(acc.Result())
 		first, _ := acc.Result()

@@ -1,6 +1,10 @@
 package schema
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
+)
 
 // CompletionAccumulator rebuilds, from the chunks of a streamed text
 // completion, the [TextCompletion] a non-streaming call returns: per
@@ -32,7 +36,7 @@ type textChoice struct {
 // AddEvent adds one event of the stream: a chunk, or the [DONE] marker.
 // It returns the [*ErrorResponse] of an error payload, decoding errors as
 // [Event.Decode] does, and the errors of AddChunk.
-func (a *CompletionAccumulator) AddEvent(ev Event) error {
+func (a *CompletionAccumulator) AddEvent(ev framing.Event) error {
 	if ev.Done {
 		a.progress.done = true
 		return nil

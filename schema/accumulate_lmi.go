@@ -3,6 +3,8 @@ package schema
 import (
 	"slices"
 	"strings"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // LMIAccumulator rebuilds, from the lines of an LMI rolling-batch stream,
@@ -26,7 +28,7 @@ type LMIAccumulator struct {
 // if the server sends one. It returns the [*GenerationError] of a line
 // reporting that generation failed, the [*ErrorResponse] of an error
 // payload, and decoding errors as [Event.Decode] does.
-func (a *LMIAccumulator) AddEvent(ev Event) error {
+func (a *LMIAccumulator) AddEvent(ev framing.Event) error {
 	if ev.Done {
 		a.done = true
 		return nil

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 func TestCompletionAccumulator(t *testing.T) {
@@ -19,7 +21,7 @@ func TestCompletionAccumulator(t *testing.T) {
 		if acc.Complete() {
 			t.Fatal("complete too early")
 		}
-		if err := acc.AddEvent(Event{Data: json.RawMessage(p)}); err != nil {
+		if err := acc.AddEvent(framing.Event{Data: json.RawMessage(p)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,14 +47,14 @@ func TestCompletionAccumulator(t *testing.T) {
 	}
 
 	acc.Reset()
-	acc.AddEvent(Event{Data: json.RawMessage(`{"id":"c","choices":[{"index":0,"text":"If"}]}`)})
+	acc.AddEvent(framing.Event{Data: json.RawMessage(`{"id":"c","choices":[{"index":0,"text":"If"}]}`)})
 	if _, err := acc.Result(); !errors.Is(err, ErrIncomplete) {
 		t.Errorf("cut off: %v", err)
 	}
-	if err := acc.AddEvent(Event{Data: json.RawMessage(`{"error":"boom","code":424}`)}); err == nil || err.Error() != "schema: model error 424: boom" {
+	if err := acc.AddEvent(framing.Event{Data: json.RawMessage(`{"error":"boom","code":424}`)}); err == nil || err.Error() != "schema: model error 424: boom" {
 		t.Errorf("error payload: %v", err)
 	}
-	if err := acc.AddEvent(Event{Done: true}); err != nil || !acc.Done() || !acc.Complete() {
+	if err := acc.AddEvent(framing.Event{Done: true}); err != nil || !acc.Done() || !acc.Complete() {
 		t.Errorf("[DONE]: %v", err)
 	}
 }
@@ -66,7 +68,7 @@ func TestLMIAccumulator(t *testing.T) {
 		`{"token":{"id":2,"text":"Hi","log_prob":-0.1}}`,
 		`{"token":{"id":3,"text":" there","log_prob":-0.2}}`,
 	} {
-		if err := acc.AddEvent(Event{Data: json.RawMessage(p)}); err != nil {
+		if err := acc.AddEvent(framing.Event{Data: json.RawMessage(p)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,7 +76,7 @@ func TestLMIAccumulator(t *testing.T) {
 	if !errors.Is(err, ErrIncomplete) || got.GeneratedText != "Hi there" || got.Details != nil {
 		t.Errorf("cut off: %+v, %v", got, err)
 	}
-	acc.AddEvent(Event{Data: json.RawMessage(`{"token":{"id":4,"text":"!","log_prob":-0.3},"generated_text":"Hi there!"}`)})
+	acc.AddEvent(framing.Event{Data: json.RawMessage(`{"token":{"id":4,"text":"!","log_prob":-0.3},"generated_text":"Hi there!"}`)})
 	got, err = acc.Result()
 	if err != nil || got.GeneratedText != "Hi there!" || got.Details != nil {
 		t.Errorf("final: %+v, %v", got, err)
@@ -82,7 +84,7 @@ func TestLMIAccumulator(t *testing.T) {
 
 	// Details listing tokens are kept as sent.
 	acc.Reset()
-	acc.AddEvent(Event{Data: json.RawMessage(`{"token":{"id":4,"text":"!","log_prob":-0.3},"details":{"finish_reason":"eos_token","generated_tokens":1,"tokens":[{"id":9,"text":"x","log_prob":0}]}}`)})
+	acc.AddEvent(framing.Event{Data: json.RawMessage(`{"token":{"id":4,"text":"!","log_prob":-0.3},"details":{"finish_reason":"eos_token","generated_tokens":1,"tokens":[{"id":9,"text":"x","log_prob":0}]}}`)})
 	got, _ = acc.Result()
 	if got.GeneratedText != "!" || len(got.Details.Tokens) != 1 || got.Details.Tokens[0].ID != 9 {
 		t.Errorf("details with tokens: %+v", got)
@@ -94,15 +96,15 @@ func TestLMIAccumulator(t *testing.T) {
 
 func TestCompletionAccumulatorFinishReasonError(t *testing.T) {
 	var acc CompletionAccumulator
-	if err := acc.AddEvent(Event{Data: json.RawMessage(`{"id":"c","choices":[{"index":0,"text":"Hi"}]}`)}); err != nil {
+	if err := acc.AddEvent(framing.Event{Data: json.RawMessage(`{"id":"c","choices":[{"index":0,"text":"Hi"}]}`)}); err != nil {
 		t.Fatal(err)
 	}
-	err := acc.AddEvent(Event{Data: json.RawMessage(`{"id":"c","choices":[{"index":0,"text":"!","finish_reason":"error"}]}`)})
+	err := acc.AddEvent(framing.Event{Data: json.RawMessage(`{"id":"c","choices":[{"index":0,"text":"!","finish_reason":"error"}]}`)})
 	var gen *GenerationError
 	if !errors.As(err, &gen) || gen.Choice != 0 {
 		t.Fatalf("AddEvent: got %v, want a *GenerationError", err)
 	}
-	acc.AddEvent(Event{Done: true})
+	acc.AddEvent(framing.Event{Done: true})
 	got, err := acc.Result()
 	if !errors.As(err, &gen) || gen.Choice != 0 || got.Choices[0].Text != "Hi!" || got.Choices[0].FinishReason != "error" {
 		t.Fatalf("Result: %+v, %v", got, err)
@@ -125,7 +127,7 @@ func TestCompletionAccumulatorResultSharesNoMemory(t *testing.T) {
 			c.Choices[0].PromptLogprobs[1]["1"] = PromptLogprob{}
 			c.Choices[0].Logprobs.TopLogprobs[0]["a"] = 9
 		} else {
-			acc.AddEvent(Event{Data: json.RawMessage(chunk)})
+			acc.AddEvent(framing.Event{Data: json.RawMessage(chunk)})
 		}
 		want := snapshot(acc.Result())
 		first, _ := acc.Result()

@@ -9,12 +9,13 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // This example sends OpenAI chat requests over one bidirectional session,
 // for two turns, and rebuilds each streamed answer. The demo model cuts its
 // server-sent events at random part boundaries; the session's Reader joins
-// the incoming bytes and a schema.Reader frames them, so the split points
+// the incoming bytes and a framing.Reader frames them, so the split points
 // do not matter. [DONE] ends each answer, not the stream.
 func Example_bidiSession() {
 	srv := biditest.NewServer(biditest.DemoModel(&biditest.DemoOptions{Seed: 42}))
@@ -28,7 +29,7 @@ func Example_bidiSession() {
 		return
 	}
 	defer sess.Close()
-	events := schema.NewReader(sess.Reader(ctx))
+	events := framing.NewReader(sess.Reader(ctx))
 
 	var history []schema.ChatMessage
 	for _, prompt := range []string{"What is SageMaker?", "And bidirectional streaming?"} {

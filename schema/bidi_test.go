@@ -11,6 +11,7 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // chatOverBidi runs two chat turns on one session against the demo model
@@ -29,20 +30,20 @@ func chatOverBidi(t *testing.T, seed uint64, maxCut int, push bool) []*schema.Ch
 	}
 	defer sess.Close()
 
-	reader := schema.NewReader(sess.Reader(ctx))
-	dec := schema.NewDecoder()
-	next := func() (schema.Event, error) {
+	reader := framing.NewReader(sess.Reader(ctx))
+	dec := framing.NewDecoder()
+	next := func() (framing.Event, error) {
 		if !push {
 			return reader.Next()
 		}
 		for {
 			ev, err := dec.Next()
-			if !errors.Is(err, schema.ErrNeedInput) {
+			if !errors.Is(err, framing.ErrNeedInput) {
 				return ev, err
 			}
 			p, err := sess.RecvPart(ctx)
 			if err != nil {
-				return schema.Event{}, err
+				return framing.Event{}, err
 			}
 			dec.Write(p.Data)
 		}

@@ -11,40 +11,22 @@
 //
 // # Framing
 //
-// A [Reader] pulls from an [io.Reader]; a [Decoder] is pushed whole
-// messages, as a receive loop gets them. Both return one [Event] per JSON
-// value, whatever the fragmentation of the input: a stream split inside
-// "data:", a JSON string, a multi-byte character or a "\r\n" gives the
-// same events as the whole stream.
+// Package [github.com/sagemaker-bidi/sagemaker-bidi/schema/framing] splits
+// a byte stream, SSE or JSON Lines, into events; this package decodes and
+// accumulates them:
 //
-//	r := schema.NewReader(body)
-//	for {
+//	r := framing.NewReader(body)
+//	var acc schema.ChatAccumulator
+//	for !acc.Done() {
 //		ev, err := r.Next()
-//		if err == io.EOF {
-//			break // the stream ended cleanly between values
-//		}
 //		if err != nil {
-//			return err // *SyntaxError, io.ErrUnexpectedEOF (wrapped), ...
+//			return err // io.EOF here: the stream ended before [DONE]
 //		}
-//		if ev.Done {
-//			continue // "data: [DONE]": one response ended, more may follow
+//		if err := acc.AddEvent(ev); err != nil {
+//			return err // *ErrorResponse, *GenerationError, ...
 //		}
-//		use(ev.Data) // valid until the next call to Next
 //	}
-//
-// The format is detected from the first byte, or chosen with
-// [Options.Format]. SSE follows the WHATWG rules plus what LMI containers
-// emit: "data:" with or without a space, a value that continues over
-// lines without "data:", and streams without blank lines. Fields and
-// comments may stand anywhere in an event's block: before its data,
-// between its data lines, or after its data (up to the blank line that
-// ends it). In a stream without blank lines, a data line after a
-// complete value starts the next event, and the fields in between belong
-// to the next event; until such a stream shows it (at its second event),
-// an event is returned when the line after it arrives. Events are
-// bounded by [Options.MaxEventSize]; malformed input gives a
-// [*SyntaxError] naming its byte offset, and [Options.Resync] lets the
-// decoder continue at the next event.
+//	answer, err := acc.Result()
 //
 // # Payloads
 //
@@ -54,8 +36,8 @@
 // [ChatCompletionChunk], [TextCompletion] and [ErrorResponse]. They use
 // encoding/json, tolerate the quirks real servers show (logprobs as an
 // array, numbers where strings are documented, "finish reason" with a
-// space) and ignore unknown fields. [Event.Decode] unmarshals an event
-// and reports errors at their stream offset. [DetectKind] tells what a
+// space) and ignore unknown fields. [framing.Event.Decode] unmarshals an
+// event and reports errors at their stream offset. [DetectKind] tells what a
 // payload is, for callers that do not know what the endpoint runs.
 //
 // # Accumulators

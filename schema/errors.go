@@ -1,66 +1,115 @@
 package schema
 
 import (
+	"cmp"
+	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 )
 
 var (
-	// ErrEventTooLarge is matched (with errors.Is) by every
-	// [*EventTooLargeError].
-	ErrEventTooLarge = errors.New("schema: event too large")
-
-	// ErrNeedInput is returned by [Decoder.Next] when the bytes written so
-	// far hold no further complete event. It is not a failure: write the
-	// next message and call Next again.
-	ErrNeedInput = errors.New("schema: need more input")
-
-	// ErrClosed is returned by [Decoder.Write] after [Decoder.Close].
-	ErrClosed = errors.New("schema: decoder closed")
-
 	// ErrIncomplete is matched by the error an accumulator's Result
 	// returns when the response was cut off: no [DONE] marker and no final
 	// chunk was seen.
 	ErrIncomplete = errors.New("schema: response incomplete")
+
+	// ErrTooManyChoices is matched by the error an accumulator returns for
+	// a stream with more than 1024 distinct choices, or tool calls in one
+	// choice.
+	ErrTooManyChoices = errors.New("schema: too many choices or tool calls")
 )
 
-// SyntaxError reports malformed input: bytes that are neither framing nor
-// part of a valid JSON value, or input that ends inside a value.
-//
-// When the input ended inside a value, Err is [io.ErrUnexpectedEOF], so
-// errors.Is(err, io.ErrUnexpectedEOF) reports a cut-off stream.
-type SyntaxError struct {
-	// Offset is the position of the offending byte, counted in bytes from
-	// the start of the stream (including any byte order mark).
-	Offset int64
-	// Msg describes the problem.
-	Msg string
-	// Err is the underlying cause, if any.
-	Err error
+// ErrorResponse is an error payload sent by a model container: LMI's
+// validation error {"error", "code"}, its dynamic-batch error {"code",
+// "message", "error"}, and the OpenAI-compatible forms {"object": "error",
+// "message", "type", "code"} and {"error": {"message", "type", "code"}}.
+// It implements error.
+type ErrorResponse struct {
+	// Code is the status code the container reports (424 in LMI), or 0
+	// if it sent none or a non-numeric one.
+	Code int
+	// Message is the short message ("invoke handler failure").
+	Message string
+	// Detail is the "error" field when it is a string.
+	Detail string
+	// Type is the error type of OpenAI-compatible servers.
+	Type string
 }
 
 // Error implements the error interface.
-func (e *SyntaxError) Error() string {
-	return "schema: syntax error at offset " + strconv.FormatInt(e.Offset, 10) + ": " + e.Msg
+func (e *ErrorResponse) Error() string {
+	var b strings.Builder
+	b.WriteString("schema: model error")
+	if e.Code != 0 {
+		b.WriteString(" " + strconv.Itoa(e.Code))
+	}
+	for _, s := range []string{e.Type, e.Message, e.Detail} {
+		if s != "" {
+			b.WriteString(": " + s)
+		}
+	}
+	return b.String()
 }
 
-// Unwrap returns the underlying cause, such as [io.ErrUnexpectedEOF].
-func (e *SyntaxError) Unwrap() error { return e.Err }
+// UnmarshalJSON decodes any of the error forms.
+func (e *ErrorResponse) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Code    json.RawMessage `json:"code"`
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*e = ErrorResponse{Code: parseCode(w.Code), Message: w.Message, Type: w.Type}
+	switch {
+	case len(w.Error) > 0 && w.Error[0] == '"':
+		return json.Unmarshal(w.Error, &e.Detail)
+	case len(w.Error) > 0 && w.Error[0] == '{':
+		var inner ErrorResponse
+		if err := json.Unmarshal(w.Error, &inner); err != nil {
+			return err
+		}
+		e.Code = cmp.Or(e.Code, inner.Code)
+		e.Message = cmp.Or(e.Message, inner.Message)
+		e.Type = cmp.Or(e.Type, inner.Type)
+		e.Detail = inner.Detail
+	}
+	return nil
+}
 
-// EventTooLargeError reports an event (or a framing line) longer than
-// [Options.MaxEventSize]. It matches [ErrEventTooLarge].
-type EventTooLargeError struct {
-	// Offset is the stream position where the event started.
-	Offset int64
-	// Limit is the configured maximum size in bytes.
-	Limit int
+// empty reports whether the payload carried none of the error fields.
+func (e *ErrorResponse) empty() bool { return *e == ErrorResponse{} }
+
+// parseCode reads a status code sent as a number or a numeric string.
+func parseCode(raw json.RawMessage) int {
+	s := strings.Trim(string(raw), `"`)
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// GenerationError reports a generation that failed after the stream
+// began (so with HTTP status 200): an LMI line or response whose details
+// carry finish_reason "error", or a chat or text completion choice whose
+// finish_reason is "error" (see [ChatAccumulator] and
+// [CompletionAccumulator]).
+type GenerationError struct {
+	// Details are the details of the failed line or response. For a chat
+	// or text completion, only FinishReason is set ("error").
+	Details Details
+	// Token is the error token of a streamed line (id -1, special).
+	Token Token
+	// Choice is the index of the failed choice of a chat or text
+	// completion; 0 for LMI.
+	Choice int
 }
 
 // Error implements the error interface.
-func (e *EventTooLargeError) Error() string {
-	return "schema: event at offset " + strconv.FormatInt(e.Offset, 10) +
-		" exceeds the limit of " + strconv.Itoa(e.Limit) + " bytes"
+func (e *GenerationError) Error() string {
+	return `schema: generation failed (finish_reason "error")`
 }
-
-// Unwrap returns [ErrEventTooLarge].
-func (e *EventTooLargeError) Unwrap() error { return ErrEventTooLarge }

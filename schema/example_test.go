@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // A chat stream in SSE, as vLLM on SageMaker sends it: reasoning deltas,
@@ -18,38 +19,8 @@ data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1752128962,"
 data: [DONE]
 `
 
-func ExampleReader() {
-	r := schema.NewReader(strings.NewReader(chatStream))
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			fmt.Println("error:", err)
-			return
-		}
-		if ev.Done {
-			fmt.Println("[DONE] at offset", ev.Offset)
-			continue
-		}
-		var chunk schema.ChatCompletionChunk
-		if err := ev.Decode(&chunk); err != nil {
-			fmt.Println("error:", err)
-			return
-		}
-		fmt.Printf("%q\n", chunk.Choices[0].Delta.Content+chunk.Choices[0].Delta.ReasoningContent)
-	}
-	// Output:
-	// ""
-	// "Easy."
-	// "Four"
-	// "."
-	// [DONE] at offset 735
-}
-
 func ExampleChatAccumulator() {
-	r := schema.NewReader(strings.NewReader(chatStream))
+	r := framing.NewReader(strings.NewReader(chatStream))
 	var acc schema.ChatAccumulator
 	for {
 		ev, err := r.Next()
@@ -78,22 +49,23 @@ func ExampleChatAccumulator() {
 	// reasoning "Easy.", content "Four."
 }
 
-// A receive loop gets messages cut at arbitrary points; the decoder
-// returns each event as soon as its last byte arrives.
-func ExampleDecoder() {
+// A receive loop gets messages cut at arbitrary points: a framing.Decoder
+// returns each event as soon as its last byte arrives, and the
+// accumulator rebuilds the LMI response.
+func ExampleLMIAccumulator() {
 	messages := []string{
 		"data: {\"token\": {\"id\": 304, \"text\": \"Deep \", \"log_p",
 		"rob\": -0.05}}\ndata: {\"token\": {\"id\": 11157, \"text\": \" Lear",
 		"ning\", \"log_prob\": -1.28}}\ndata:{\n    \"token\": {\"id\": 278, \"text\": \" is\", \"log_prob\": -0.01},\n",
 		"    \"generated_text\": \"Deep Learning is\"\n}\n",
 	}
-	dec := schema.NewDecoder()
+	dec := framing.NewDecoder()
 	var acc schema.LMIAccumulator
 	for i, msg := range messages {
 		dec.Write([]byte(msg))
 		for {
 			ev, err := dec.Next()
-			if err == schema.ErrNeedInput {
+			if err == framing.ErrNeedInput {
 				break
 			}
 			if err != nil {
@@ -120,29 +92,6 @@ func ExampleDecoder() {
 	// "Deep Learning is", <nil>
 }
 
-// With Resync, malformed input is reported with its offset and decoding
-// continues at the next event.
-func ExampleOptions_resync() {
-	stream := "{\"outputs\": [\"This\"]}\n}\n{\"outputs\": [\"is\"]}\n"
-	r := schema.NewReader(strings.NewReader(stream), func(o *schema.Options) { o.Resync = true })
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		var syn *schema.SyntaxError
-		if errors.As(err, &syn) {
-			fmt.Println("skipped malformed input at offset", syn.Offset)
-			continue
-		}
-		fmt.Println(string(ev.Data))
-	}
-	// Output:
-	// {"outputs": ["This"]}
-	// skipped malformed input at offset 22
-	// {"outputs": ["is"]}
-}
-
 func ExampleDetectKind() {
 	for _, p := range []string{
 		`{"token": {"id": 763, "text": " In", "log_prob": -3.97}}`,
@@ -164,7 +113,7 @@ func ExampleDetectKind() {
 // A response that stops before its last chunk is reported as cut off.
 func ExampleErrIncomplete() {
 	var acc schema.ChatAccumulator
-	r := schema.NewReader(strings.NewReader(`data: {"id":"c","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}` + "\n"))
+	r := framing.NewReader(strings.NewReader(`data: {"id":"c","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}` + "\n"))
 	for {
 		ev, err := r.Next()
 		if err != nil {

@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 )
 
 // StringOrNumber is a JSON string that servers sometimes send as a number:
@@ -28,7 +29,16 @@ func (s *StringOrNumber) UnmarshalJSON(b []byte) error {
 	case b[0] == '-' || '0' <= b[0] && b[0] <= '9':
 		*s = StringOrNumber(b)
 	default:
-		return errors.New("schema: want a string or a number, got " + excerpt(b))
+		return errors.New("schema: want a string or a number, got " + quoteStart(b))
 	}
 	return nil
+}
+
+// quoteStart quotes the start of b for an error message.
+func quoteStart(b []byte) string {
+	const max = 32
+	if len(b) > max {
+		return strconv.Quote(string(b[:max])) + "..."
+	}
+	return strconv.Quote(string(b))
 }

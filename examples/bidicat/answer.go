@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // answerer rebuilds the model's answers from the events of -o answer. It
@@ -33,7 +34,7 @@ type jsonAnswer struct {
 }
 
 // add adds one event; it prints the answer when the response is complete.
-func (a *answerer) add(ev schema.Event, format schema.Format) error {
+func (a *answerer) add(ev framing.Event, format framing.Format) error {
 	if a.kind == schema.KindUnknown {
 		if ev.Done {
 			return nil // the [DONE] of a response already printed
@@ -47,14 +48,14 @@ func (a *answerer) add(ev schema.Event, format schema.Format) error {
 		}
 		// An SSE response ends with [DONE]; a JSON Lines one with its
 		// final chunk.
-		if a.chat.Done() || (format == schema.FormatJSONLines && a.chat.Complete()) {
+		if a.chat.Done() || (format == framing.FormatJSONLines && a.chat.Complete()) {
 			return a.flush(true)
 		}
 	case schema.KindTextCompletion:
 		if err := a.comp.AddEvent(ev); err != nil {
 			return a.fail(err)
 		}
-		if a.comp.Done() || (format == schema.FormatJSONLines && a.comp.Complete()) {
+		if a.comp.Done() || (format == framing.FormatJSONLines && a.comp.Complete()) {
 			return a.flush(true)
 		}
 	case schema.KindLMIStreamLine:

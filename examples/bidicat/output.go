@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
-	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // maxJSONMessage bounds a message reassembled for -json output; past it
@@ -36,8 +36,8 @@ type output struct {
 	msgType bidi.DataType
 	inMsg   bool
 
-	dec    *schema.Decoder // events and answer modes
-	closed bool            // dec is closed
+	dec    *framing.Decoder // events and answer modes
+	closed bool             // dec is closed
 	ans    answerer
 	failed bool // some output could not be decoded
 
@@ -53,7 +53,7 @@ func newOutput(o *options, stdout io.Writer, st *status) *output {
 	out := &output{o: o, stdout: stdout, st: st}
 	out.enc = json.NewEncoder(&out.buf)
 	out.enc.SetEscapeHTML(false)
-	out.dec = schema.NewDecoder(func(so *schema.Options) { so.Resync = true })
+	out.dec = framing.NewDecoder(func(so *framing.Options) { so.Resync = true })
 	out.ans.out = out
 	return out
 }
@@ -130,7 +130,7 @@ func (out *output) drain() error {
 	for {
 		ev, err := out.dec.Next()
 		switch {
-		case errors.Is(err, schema.ErrNeedInput), err == io.EOF:
+		case errors.Is(err, framing.ErrNeedInput), err == io.EOF:
 			return nil
 		case err != nil:
 			if err := out.problem("decode", err); err != nil {
@@ -154,7 +154,7 @@ func (out *output) drain() error {
 }
 
 // event prints one decoded event.
-func (out *output) event(ev schema.Event) error {
+func (out *output) event(ev framing.Event) error {
 	if out.o.json {
 		j := jsonEvent{Type: "event", Done: ev.Done, SSEType: ev.Type, ID: ev.ID, Offset: ev.Offset}
 		if !ev.Done {

@@ -10,6 +10,7 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // conversation is a multi-turn chat over one session.
@@ -18,7 +19,7 @@ type conversation struct {
 	maxTokens int
 
 	sess    *bidi.Session
-	events  *schema.Reader // the model's bytes, framed into events
+	events  *framing.Reader // the model's bytes, framed into events
 	history []schema.ChatMessage
 	acc     schema.ChatAccumulator
 }
@@ -32,7 +33,7 @@ func (c *conversation) run(ctx context.Context, client *bidi.Client, in *bidi.Op
 	c.sess = sess
 	// One reader for the whole session: the bytes of every answer, in
 	// order, regardless of how the model cut them into messages and parts.
-	c.events = schema.NewReader(sess.Reader(ctx))
+	c.events = framing.NewReader(sess.Reader(ctx))
 
 	resp, err := sess.Response(ctx)
 	if err != nil {
@@ -83,7 +84,7 @@ func (c *conversation) turn(ctx context.Context, prompt string) error {
 	// c.events, which frames the whole session's bytes: it is read as the
 	// start of the next turn, or before the end of the stream, never lost
 	// nor mistaken for an answer.
-	for !c.acc.Done() && !(c.events.Format() == schema.FormatJSONLines && c.acc.Complete()) {
+	for !c.acc.Done() && !(c.events.Format() == framing.FormatJSONLines && c.acc.Complete()) {
 		ev, err := c.events.Next()
 		if err == io.EOF {
 			return errors.New("the stream ended in the middle of an answer")

@@ -4,7 +4,7 @@
 //
 // Each turn sends the conversation so far as a streamed chat request
 // ("stream": true). The model's bytes are read through Session.Reader
-// and framed by schema.NewReader, whatever the message and part
+// and framed by framing.NewReader, whatever the message and part
 // boundaries; a schema.ChatAccumulator rebuilds the full answer, which
 // joins the history for the next turn.
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // turnTimeout bounds one exchange with the model.
@@ -25,7 +26,7 @@ type demo struct {
 
 	sess    *bidi.Session
 	history []schema.ChatMessage
-	dec     *schema.Decoder
+	dec     *framing.Decoder
 	acc     schema.ChatAccumulator
 }
 
@@ -37,7 +38,7 @@ func (d *demo) run(ctx context.Context, o *options, stdin io.Reader) error {
 	}
 	defer sess.Close()
 	d.sess = sess
-	d.dec = schema.NewDecoder()
+	d.dec = framing.NewDecoder()
 	fmt.Fprintf(d.out, "session opened in %s: the request is signed and on its way\n", since(start))
 
 	resp, err := sess.Response(ctx)
@@ -149,7 +150,7 @@ func (d *demo) chat(ctx context.Context, prompt string) error {
 
 // answered reports whether the answer being rebuilt is complete.
 func (d *demo) answered() bool {
-	return d.acc.Done() || (d.acc.Complete() && d.dec.Format() == schema.FormatJSONLines)
+	return d.acc.Done() || (d.acc.Complete() && d.dec.Format() == framing.FormatJSONLines)
 }
 
 // decode frames the model's bytes and adds the events to the answer.
@@ -159,7 +160,7 @@ func (d *demo) decode(data []byte) error {
 	d.dec.Write(data)
 	for {
 		ev, err := d.dec.Next()
-		if errors.Is(err, schema.ErrNeedInput) {
+		if errors.Is(err, framing.ErrNeedInput) {
 			return nil
 		}
 		if err != nil {

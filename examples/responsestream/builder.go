@@ -7,6 +7,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // builder prints the answer as its events arrive and rebuilds it with
@@ -23,10 +24,10 @@ type builder struct {
 }
 
 // drain handles the events the decoder has framed so far.
-func (b *builder) drain(dec *schema.Decoder) error {
+func (b *builder) drain(dec *framing.Decoder) error {
 	for {
 		ev, err := dec.Next()
-		if errors.Is(err, schema.ErrNeedInput) || err == io.EOF {
+		if errors.Is(err, framing.ErrNeedInput) || err == io.EOF {
 			return nil
 		}
 		if err != nil {
@@ -39,7 +40,7 @@ func (b *builder) drain(dec *schema.Decoder) error {
 	}
 }
 
-func (b *builder) add(ev schema.Event) error {
+func (b *builder) add(ev framing.Event) error {
 	if b.kind == schema.KindUnknown {
 		if ev.Done {
 			return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 	"github.com/sagemaker-bidi/sagemaker-bidi/schema"
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
 // requestBody returns the request for o.api.
@@ -34,7 +35,7 @@ func requestBody(o *options) ([]byte, error) {
 }
 
 // invoke calls InvokeEndpointWithResponseStream and decodes the bytes of
-// its PayloadPart events with a push schema.Decoder, printing the answer
+// its PayloadPart events with a push framing.Decoder, printing the answer
 // as it streams and the rebuilt answer at the end.
 func invoke(ctx context.Context, client *sagemakerruntime.Client, endpoint string, o *options, out io.Writer) error {
 	body, err := requestBody(o)
@@ -60,7 +61,7 @@ func invoke(ctx context.Context, client *sagemakerruntime.Client, endpoint strin
 		aws.ToString(resp.InvokedProductionVariant), aws.ToString(resp.ContentType))
 
 	b := &builder{Printer: cli.Printer{Out: out}}
-	dec := schema.NewDecoder()
+	dec := framing.NewDecoder()
 	parts, size := 0, 0
 	for ev := range stream.Events() {
 		pp, ok := ev.(*types.ResponseStreamMemberPayloadPart)

@@ -1,4 +1,4 @@
-package schema
+package framing
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/internal/streamtest"
 )
 
 func TestReaderReadErrorIsReturnedAndRetryable(t *testing.T) {
@@ -72,15 +74,15 @@ func TestReaderLongLinesAndEvents(t *testing.T) {
 }
 
 func TestEventDataValidUntilNextCall(t *testing.T) {
-	r := NewReader(bytes.NewReader(chatSSE(3)))
+	r := NewReader(bytes.NewReader(streamtest.ChatSSE(3)))
 	ev, _ := r.Next()
 	first := string(ev.Data)
 	kept := bytes.Clone(ev.Data)
-	if first != chatChunkJSON(0, 3) || string(kept) != first {
+	if first != streamtest.ChatChunk(0, 3) || string(kept) != first {
 		t.Fatalf("first event %q", first)
 	}
 	ev2, _ := r.Next()
-	if string(ev2.Data) != chatChunkJSON(1, 3) {
+	if string(ev2.Data) != streamtest.ChatChunk(1, 3) {
 		t.Fatalf("second event %q", ev2.Data)
 	}
 }

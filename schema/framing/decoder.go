@@ -1,4 +1,4 @@
-package schema
+package framing
 
 // Decoder is the push form of the framing, for callers that receive
 // whole messages, such as a bidirectional session's receive loop: write
@@ -16,7 +16,7 @@ package schema
 //		}
 //		for {
 //			ev, err := dec.Next()
-//			if err == schema.ErrNeedInput {
+//			if err == framing.ErrNeedInput {
 //				break // wait for the next message
 //			}
 //			if err == io.EOF {

@@ -1,4 +1,4 @@
-package schema
+package framing
 
 import (
 	"bytes"
@@ -51,7 +51,7 @@ type Event struct {
 }
 
 // errNoData is returned by Decode for the [DONE] marker.
-var errNoData = errors.New("schema: the [DONE] marker carries no data")
+var errNoData = errors.New("framing: the [DONE] marker carries no data")
 
 // Decode unmarshals the event's data into v with encoding/json. A syntax
 // error in the data is returned as a [*SyntaxError]; other errors, such
@@ -83,5 +83,5 @@ func (ev Event) Decode(v any) error {
 		}
 		return &SyntaxError{Offset: off, Msg: msg, Err: err}
 	}
-	return fmt.Errorf("schema: event at offset %d: %w", ev.Offset, err)
+	return fmt.Errorf("framing: event at offset %d: %w", ev.Offset, err)
 }

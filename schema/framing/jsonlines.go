@@ -1,4 +1,4 @@
-package schema
+package framing
 
 // jsonLinesStep advances over JSON Lines input starting at in[i]: a
 // sequence of JSON values separated by optional whitespace, which may span

@@ -1,4 +1,4 @@
-package schema
+package framing
 
 // DefaultMaxEventSize is the default for [Options.MaxEventSize]: 4 MiB,
 // enough for a non-streaming completion with per-token details.

@@ -1,4 +1,4 @@
-package schema
+package framing
 
 import (
 	"errors"
@@ -186,7 +186,7 @@ func TestSSEErrorMessage(t *testing.T) {
 	r := NewReader(strings.NewReader("data: 1\n... more tokens\n"))
 	r.Next()
 	_, err = r.Next()
-	want := `schema: syntax error at offset 8: unexpected text outside an event: "... more tokens"`
+	want := `framing: syntax error at offset 8: unexpected text outside an event: "... more tokens"`
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
@@ -256,7 +256,7 @@ func TestSSEFieldsAfterData(t *testing.T) {
 		{"empty event field resets the type", "event: a\ndata: 1\nevent\n\n", []record{
 			{Data: "1", Offset: 15}}},
 		{"end of input", "data: 1\nid: 7", []record{{Data: "1", ID: "7", Offset: 6}}},
-		{"garbage line", "data: 1\nid: 7\n}\n", []record{{Data: "1", ID: "7", Offset: 6}, {Err: "schema: syntax error at offset 14: unexpected text outside an event: \"}\""}}},
+		{"garbage line", "data: 1\nid: 7\n}\n", []record{{Data: "1", ID: "7", Offset: 6}, {Err: "framing: syntax error at offset 14: unexpected text outside an event: \"}\""}}},
 		{"compact stream", "event: a\ndata: 1\nevent: b\ndata: 2\nid: 3\ndata: 4\ndata: [DONE]\n", []record{
 			{Data: "1", Type: "a", Offset: 15},
 			{Data: "2", Type: "b", Offset: 32},

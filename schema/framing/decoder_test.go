@@ -1,10 +1,12 @@
-package schema
+package framing
 
 import (
 	"errors"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/internal/streamtest"
 )
 
 func TestDecoderPush(t *testing.T) {
@@ -97,7 +99,7 @@ func TestDecoderBufferIsBounded(t *testing.T) {
 	// A receive loop that drains after every message keeps only the bytes
 	// of an unfinished line, however long the stream and wherever the
 	// messages are cut.
-	stream := chatSSE(5000)
+	stream := streamtest.ChatSSE(5000)
 	d := NewDecoder()
 	events := 0
 	for len(stream) > 0 {
