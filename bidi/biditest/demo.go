@@ -1,6 +1,7 @@
 package biditest
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -41,10 +42,15 @@ type DemoOptions struct {
 //   - A BINARY message (audio, say) is echoed back in PARTIAL parts of
 //     FragmentSize bytes ending with a COMPLETE part.
 //
-// It reports the target variant, or "AllTraffic", as the invoked
-// production variant. The model "reasons" about the last user message, then repeats it: the
-// answer to "hi" is "You said: hi". Every answer ends when the client ends
-// its side of the stream.
+// Like a model container behind SageMaker's WebSocket bridge that reads
+// whole messages, it answers a message only once its COMPLETE part has
+// arrived (PARTIAL parts are reassembled first), and a message over
+// [Server.MaxRecvMessageSize] ends the stream with the ModelStreamError
+// "1009" such a container's read limit causes. The server reports the
+// target variant, or [Server.ProductionVariant], as the invoked production
+// variant. The model "reasons" about the last user message, then repeats
+// it: the answer to "hi" is "You said: hi". Every answer ends when the
+// client ends its side of the stream.
 func DemoModel(opts *DemoOptions) Handler {
 	var o DemoOptions
 	if opts != nil {
@@ -65,16 +71,14 @@ func DemoModel(opts *DemoOptions) Handler {
 	}
 	return HandlerFunc(func(st *Stream) {
 		rng := rand.New(rand.NewPCG(o.Seed, 0x5eed))
-		variant := st.TargetVariant
-		if variant == "" {
-			variant = "AllTraffic"
-		}
-		st.SetInvokedVariant(variant)
 		if st.Accept() != nil {
 			return
 		}
 		for turn := 1; ; turn++ {
 			m, err := st.Recv()
+			if errors.Is(err, ErrMessageTooLarge) {
+				st.SendMessageTooLarge(st.s.maxRecvMessageSize())
+			}
 			if err != nil {
 				return
 			}

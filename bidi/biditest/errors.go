@@ -19,9 +19,23 @@ var (
 	// headers were written: an HTTP error can no longer be sent.
 	ErrAccepted = errors.New("biditest: response already accepted")
 
-	// ErrMessageTooLarge is returned by [Stream.Recv] when a reassembled
-	// message would exceed [Server.MaxRecvMessageSize].
+	// ErrMessageTooLarge is returned by [Stream.Recv] (and, with
+	// [Server.WholeMessages], by [Stream.RecvPart]) when a reassembled
+	// message would exceed [Server.MaxRecvMessageSize]. A model
+	// container behind SageMaker closes its WebSocket with 1009 (message
+	// too big) then, which the client sees as a ModelStreamError with
+	// ErrorCode "1009"; [Echo] and [DemoModel] answer the same way (see
+	// [Stream.SendMessageTooLarge]).
 	ErrMessageTooLarge = errors.New("biditest: message too large")
+
+	// ErrMaxStreamAge is the cause of a stream's context, and matches the
+	// errors of its Recv and Send methods, once the stream reached
+	// [Server.MaxStreamAge].
+	ErrMaxStreamAge = errors.New("biditest: stream reached the server's MaxStreamAge")
+
+	// ErrServerClosed is the cause of every stream's context once
+	// [Server.Close] was called.
+	ErrServerClosed = errors.New("biditest: server closed")
 )
 
 // Rule names the protocol rule a [Violation] breaks.

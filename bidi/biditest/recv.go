@@ -57,10 +57,7 @@ func (st *Stream) RecvPart() (ReceivedPart, error) {
 func (st *Stream) Recv() (bidi.Message, error) {
 	st.rmu.Lock()
 	defer st.rmu.Unlock()
-	limit := st.s.MaxRecvMessageSize
-	if limit <= 0 {
-		limit = DefaultMaxRecvMessageSize
-	}
+	limit := st.s.maxRecvMessageSize()
 	var msg bidi.Message
 	started := false
 	for {
@@ -88,6 +85,14 @@ func (st *Stream) Recv() (bidi.Message, error) {
 	}
 }
 
+// maxRecvMessageSize returns MaxRecvMessageSize or its default.
+func (s *Server) maxRecvMessageSize() int {
+	if s.MaxRecvMessageSize <= 0 {
+		return DefaultMaxRecvMessageSize
+	}
+	return s.MaxRecvMessageSize
+}
+
 // Received returns copies of the parts received so far, in order (at most
 // [Server.MaxRecorded] of them).
 func (st *Stream) Received() []ReceivedPart {
@@ -107,12 +112,47 @@ func (st *Stream) nextPart() (ReceivedPart, error) {
 	if st.rerr != nil {
 		return ReceivedPart{}, st.rerr
 	}
+	if st.s.WholeMessages {
+		return st.nextWholePart()
+	}
 	p, err := st.readPart()
 	if err != nil {
 		st.rerr = err
 		return ReceivedPart{}, err
 	}
 	st.record(p)
+	return p, nil
+}
+
+// nextWholePart is nextPart with Server.WholeMessages: it holds the parts
+// of a message back until its COMPLETE part arrived, then returns them one
+// by one. The parts of a message the request never completes are dropped.
+func (st *Stream) nextWholePart() (ReceivedPart, error) {
+	for len(st.ready) == 0 {
+		p, err := st.readPart()
+		if err != nil {
+			st.held, st.heldLen = nil, 0
+			st.rerr = err
+			return ReceivedPart{}, err
+		}
+		st.record(p)
+		if limit := st.s.maxRecvMessageSize(); st.heldLen+len(p.Data) > limit {
+			st.held, st.heldLen = nil, 0
+			st.rerr = fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, limit)
+			return ReceivedPart{}, st.rerr
+		}
+		if p.Complete && len(st.held) == 0 {
+			return p, nil // a message of one part: nothing to hold
+		}
+		p.Data = append([]byte(nil), p.Data...)
+		st.held = append(st.held, p)
+		st.heldLen += len(p.Data)
+		if p.Complete {
+			st.ready, st.held, st.heldLen = st.held, nil, 0
+		}
+	}
+	p := st.ready[0]
+	st.ready = st.ready[1:]
 	return p, nil
 }
 
@@ -199,6 +239,8 @@ func (st *Stream) afterEndFrame() error {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &crc), errors.As(err, &ln), errors.Is(err, eventstream.ErrInvalidHeader):
 		return st.violate(violation(RuleEndFrame, 0, validationErrorType,
 			"data followed the end frame", err))
+	case st.expired.Load():
+		return fmt.Errorf("biditest: reading request body: %w", ErrMaxStreamAge)
 	}
 	return fmt.Errorf("biditest: reading request body: %w", err)
 }
@@ -210,6 +252,8 @@ func (st *Stream) bodyError(err error) error {
 		ln  *eventstream.LengthError
 	)
 	switch {
+	case st.expired.Load():
+		return fmt.Errorf("biditest: reading request body: %w", ErrMaxStreamAge)
 	case err == io.EOF && st.verifier == nil && !st.sawEnvelope:
 		return io.EOF // SkipVerify with bare events: no end frame to expect
 	case err == io.EOF:
@@ -251,6 +295,7 @@ func (st *Stream) record(p ReceivedPart) {
 func (st *Stream) release() {
 	if st.rmu.TryLock() {
 		st.dec, st.inner = nil, eventstream.Message{}
+		st.held, st.ready = nil, nil
 		if st.rerr == nil {
 			st.rerr = ErrStreamDone
 		}

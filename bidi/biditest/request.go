@@ -26,7 +26,7 @@ const (
 	invokedVariantHeader      = "X-Amzn-Invoked-Production-Variant"
 	requestIDHeader           = "X-Amzn-Requestid"
 	errorTypeHeader           = "X-Amzn-Errortype"
-	validationErrorType       = "ValidationError"
+	validationErrorType       = "InputValidationError"
 	invalidSignatureErrorType = "InvalidSignatureException"
 )
 

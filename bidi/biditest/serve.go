@@ -1,10 +1,12 @@
 package biditest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"time"
 )
 
 // serveHTTP is the http.Handler of every generation: it checks the
@@ -32,6 +34,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.streams = append(s.streams, st)
 	s.mu.Unlock()
 
+	defer st.cancel(ErrStreamDone)
+	if s.MaxStreamAge > 0 {
+		expired := make(chan struct{})
+		t := time.AfterFunc(s.MaxStreamAge, func() {
+			defer close(expired)
+			st.expire()
+		})
+		defer func() {
+			if !t.Stop() {
+				<-expired // no write after the handler's return
+			}
+		}()
+	}
 	defer st.release()
 	returned := false
 	defer func() {
@@ -82,10 +97,13 @@ func (s *Server) newStreamFor(w http.ResponseWriter, r *http.Request, reqID stri
 	if seed != nil {
 		st.verifier = s.newVerifier(seed)
 	}
+	st.ctx, st.cancel = context.WithCancelCause(r.Context())
 	return st, nil
 }
 
-// writeError writes a restJson1 error response.
+// writeError writes a restJson1 error response. The body of a modeled
+// error holds the model's member "Message"; AWS-wide errors (signature,
+// unknown operation) use "message", as AWS services answer them.
 func (s *Server) writeError(w http.ResponseWriter, reqID string, status int, errorType, msg string) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -93,8 +111,17 @@ func (s *Server) writeError(w http.ResponseWriter, reqID string, status int, err
 	h.Set(requestIDHeader, reqID)
 	s.setDate(h)
 	w.WriteHeader(status)
-	body, _ := json.Marshal(map[string]string{"message": msg})
+	key := "message"
+	if modeledErrors[errorType] {
+		key = "Message"
+	}
+	body, _ := json.Marshal(map[string]string{key: msg})
 	w.Write(body)
+}
+
+// modeledErrors are the HTTP errors of the service model.
+var modeledErrors = map[string]bool{
+	validationErrorType: true, "ModelError": true, "InternalServerError": true, "ServiceUnavailableError": true,
 }
 
 // setDate sets the Date header from the server's clock when it is not the

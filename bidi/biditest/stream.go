@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -52,6 +53,9 @@ type Stream struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
 	verifier *eventstream.Verifier // nil with SkipVerify
+	ctx      context.Context       // r's context, cancelled when the handler returns or at MaxStreamAge
+	cancel   context.CancelCauseFunc
+	expired  atomic.Bool // the stream reached MaxStreamAge
 
 	wmu      sync.Mutex // serialises writes to w
 	accepted bool
@@ -68,6 +72,13 @@ type Stream struct {
 	inner eventstream.Message
 	rerr  error // sticky receive error
 
+	// With Server.WholeMessages: the parts of the message being held
+	// back (owned copies) and their total size, and the parts of the
+	// last complete message not yet returned.
+	held    []ReceivedPart
+	heldLen int
+	ready   []ReceivedPart
+
 	sawEnvelope bool // a signed envelope was received (for SkipVerify)
 
 	recMu    sync.Mutex
@@ -76,11 +87,14 @@ type Stream struct {
 
 // Context returns the context of the request. It is done when the client
 // resets the stream or its connection closes, when the handler returns,
-// and when the server closes.
-func (st *Stream) Context() context.Context { return st.r.Context() }
+// when the stream reaches [Server.MaxStreamAge] (cause [ErrMaxStreamAge])
+// and when the server closes (cause [ErrServerClosed]).
+func (st *Stream) Context() context.Context { return st.ctx }
 
 // SetInvokedVariant sets the X-Amzn-Invoked-Production-Variant header of
-// the 200 response. It has no effect once the response is accepted.
+// the 200 response, in place of the TargetVariant of the request or
+// [Server.ProductionVariant]. It has no effect once the response is
+// accepted.
 func (st *Stream) SetInvokedVariant(name string) {
 	st.wmu.Lock()
 	st.variant = name
@@ -88,8 +102,9 @@ func (st *Stream) SetInvokedVariant(name string) {
 }
 
 // Accept writes the 200 response headers (Content-Type
-// application/vnd.amazon.eventstream, x-amzn-RequestId and the invoked
-// variant) and flushes them. The first Send or Write method accepts
+// application/vnd.amazon.eventstream, x-amzn-RequestId and
+// X-Amzn-Invoked-Production-Variant, which every 200 carries) and
+// flushes them. The first Send or Write method accepts
 // implicitly, and so does the handler's return when it has neither
 // accepted nor failed. Accept is a no-op on an accepted stream.
 func (st *Stream) Accept() error {
@@ -101,7 +116,7 @@ func (st *Stream) Accept() error {
 func (st *Stream) acceptLocked() error {
 	switch {
 	case st.done || st.failed:
-		return ErrStreamDone
+		return st.doneErr()
 	case st.broken != nil:
 		return st.broken
 	case st.accepted:
@@ -110,9 +125,7 @@ func (st *Stream) acceptLocked() error {
 	h := st.w.Header()
 	h.Set("Content-Type", eventStreamContentType)
 	h.Set(requestIDHeader, st.RequestID)
-	if st.variant != "" {
-		h.Set(invokedVariantHeader, st.variant)
-	}
+	h.Set(invokedVariantHeader, st.invokedVariant())
 	st.s.setDate(h)
 	st.w.WriteHeader(http.StatusOK)
 	st.accepted = true
@@ -153,7 +166,7 @@ func (st *Stream) Fail(status int, errorType string, fields map[string]any) erro
 	case st.accepted:
 		return ErrAccepted
 	case st.done || st.failed:
-		return ErrStreamDone
+		return st.doneErr()
 	}
 	st.failed = true
 	h := st.w.Header()
@@ -209,6 +222,19 @@ func (st *Stream) SendModelStreamError(errorCode, message string) error {
 func (st *Stream) SendInternalStreamFailure(message string) error {
 	body, _ := json.Marshal(streamErrorBody{Message: message})
 	return st.SendException("InternalStreamFailure", body)
+}
+
+// SendMessageTooLarge sends the ModelStreamError a client gets when a
+// model container behind SageMaker closes its WebSocket because a request
+// message exceeded its read limit of limit bytes: ErrorCode "1009" (the
+// WebSocket close code "message too big") and a Message in the local
+// gateway's words, `Model container closed the WebSocket connection (code
+// 1009, reason "message too big: over N bytes")`. The handler should
+// return after it. [Echo] and [DemoModel] send it for a message over
+// [Server.MaxRecvMessageSize].
+func (st *Stream) SendMessageTooLarge(limit int) error {
+	reason := fmt.Sprintf("message too big: over %d bytes", limit)
+	return st.SendModelStreamError("1009", fmt.Sprintf("Model container closed the WebSocket connection (code 1009, reason %q)", reason))
 }
 
 // SendException sends an exception message (:message-type exception) of
@@ -296,6 +322,53 @@ func (st *Stream) sendViolation(v *Violation) {
 		}
 	}
 	st.broken = v
+}
+
+// invokedVariant returns the variant the 200 response names. st.wmu is
+// held.
+func (st *Stream) invokedVariant() string {
+	switch {
+	case st.variant != "":
+		return st.variant
+	case st.TargetVariant != "":
+		return st.TargetVariant
+	case st.s.ProductionVariant != "":
+		return st.s.ProductionVariant
+	}
+	return DefaultProductionVariant
+}
+
+// doneErr is the error of a write after the response is over.
+func (st *Stream) doneErr() error {
+	if st.expired.Load() {
+		return fmt.Errorf("%w: %w", ErrStreamDone, ErrMaxStreamAge)
+	}
+	return ErrStreamDone
+}
+
+// maxStreamAgeMessage is the Message of the InternalStreamFailure sent at
+// MaxStreamAge.
+const maxStreamAgeMessage = "The stream reached its maximum duration and was closed by the service. Open a new stream."
+
+// expire ends the stream at MaxStreamAge, from the timer's goroutine: it
+// cancels the handler's context, sends an InternalStreamFailure (after a
+// write in progress), stops later writes, and closes the request body so
+// that a Recv returns. The handler's return then ends the response.
+func (st *Stream) expire() {
+	st.expired.Store(true)
+	st.cancel(ErrMaxStreamAge)
+	st.wmu.Lock()
+	if !st.done && !st.failed && st.broken == nil && st.acceptLocked() == nil {
+		body, _ := json.Marshal(streamErrorBody{Message: maxStreamAgeMessage})
+		b, err := eventstream.AppendMessage(st.wbuf[:0], &eventstream.Message{Headers: wire.ExceptionHeaders("InternalStreamFailure"), Payload: body})
+		if err == nil {
+			st.wbuf = b
+			st.writeLocked(b)
+		}
+	}
+	st.done = true
+	st.wmu.Unlock()
+	st.r.Body.Close()
 }
 
 // stopWrites makes later writes fail with ErrStreamDone, after waiting for

@@ -81,15 +81,15 @@ func TestRequestRejections(t *testing.T) {
 				r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), "host;", "", 1))
 			}
 		}, 403, "InvalidSignatureException", RuleSignature},
-		{"wrong content type", "e", func(o *rawOptions) { o.header.Set("Content-Type", "application/json") }, 400, "ValidationError", RuleHeader},
-		{"missing content type", "e", func(o *rawOptions) { o.header.Del("Content-Type") }, 400, "ValidationError", RuleHeader},
-		{"wrong content sha256", "e", func(o *rawOptions) { o.header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD") }, 400, "ValidationError", RuleHeader},
-		{"invalid endpoint name", "bad_name", nil, 400, "ValidationError", RuleInput},
-		{"endpoint name too long", strings.Repeat("a", 64), nil, 400, "ValidationError", RuleInput},
-		{"endpoint name ends with hyphen", "a-", nil, 400, "ValidationError", RuleInput},
-		{"invalid target variant", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Target-Variant", "-v") }, 400, "ValidationError", RuleInput},
-		{"invalid invocation path", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Model-Invocation-Path", "/abs") }, 400, "ValidationError", RuleInput},
-		{"invalid query string", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Model-Query-String", "a=b&c") }, 400, "ValidationError", RuleInput},
+		{"wrong content type", "e", func(o *rawOptions) { o.header.Set("Content-Type", "application/json") }, 400, "InputValidationError", RuleHeader},
+		{"missing content type", "e", func(o *rawOptions) { o.header.Del("Content-Type") }, 400, "InputValidationError", RuleHeader},
+		{"wrong content sha256", "e", func(o *rawOptions) { o.header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD") }, 400, "InputValidationError", RuleHeader},
+		{"invalid endpoint name", "bad_name", nil, 400, "InputValidationError", RuleInput},
+		{"endpoint name too long", strings.Repeat("a", 64), nil, 400, "InputValidationError", RuleInput},
+		{"endpoint name ends with hyphen", "a-", nil, 400, "InputValidationError", RuleInput},
+		{"invalid target variant", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Target-Variant", "-v") }, 400, "InputValidationError", RuleInput},
+		{"invalid invocation path", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Model-Invocation-Path", "/abs") }, 400, "InputValidationError", RuleInput},
+		{"invalid query string", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Model-Query-String", "a=b&c") }, 400, "InputValidationError", RuleInput},
 		{"wrong method", "e", func(o *rawOptions) { o.method = http.MethodPut }, 404, "UnknownOperationException", RuleOperation},
 		{"wrong path", "e", func(o *rawOptions) { o.path = "/endpoints/e/invocations" }, 404, "UnknownOperationException", RuleOperation},
 	}
@@ -237,45 +237,45 @@ func TestMidStreamViolations(t *testing.T) {
 			b, _ := bad.AppendMessage(nil, rs.part(wire.Part{Bytes: []byte("forged")}))
 			rs.write(b)
 		}, RuleChunkSignature, "InvalidSignatureException"},
-		{"missing end frame", func(rs *rawStream) { rs.pw.Close() }, RuleEndFrame, "ValidationError"},
+		{"missing end frame", func(rs *rawStream) { rs.pw.Close() }, RuleEndFrame, "InputValidationError"},
 		{"truncated envelope", func(rs *rawStream) {
 			b, _ := rs.signer.AppendMessage(nil, rs.part(wire.Part{Bytes: []byte("cut")}))
 			rs.write(b[:len(b)-3])
 			rs.pw.Close()
-		}, RuleFraming, "ValidationError"},
-		{"garbage", func(rs *rawStream) { rs.write([]byte("this is not an event stream....")) }, RuleFraming, "ValidationError"},
+		}, RuleFraming, "InputValidationError"},
+		{"garbage", func(rs *rawStream) { rs.write([]byte("this is not an event stream....")) }, RuleFraming, "InputValidationError"},
 		{"not a PayloadPart", func(rs *rawStream) {
 			rs.sendMessage(&eventstream.Message{Headers: eventstream.Headers{
 				{Name: ":message-type", Value: eventstream.StringValue("event")},
 				{Name: ":event-type", Value: eventstream.StringValue("Other")},
 			}})
-		}, RuleEvent, "ValidationError"},
-		{"bad DataType", func(rs *rawStream) { rs.sendPart(wire.Part{Bytes: []byte("x"), DataType: []byte("TEXT")}) }, RuleEvent, "ValidationError"},
+		}, RuleEvent, "InputValidationError"},
+		{"bad DataType", func(rs *rawStream) { rs.sendPart(wire.Part{Bytes: []byte("x"), DataType: []byte("TEXT")}) }, RuleEvent, "InputValidationError"},
 		{"envelope payload not a message", func(rs *rawStream) {
 			b, _ := rs.signer.AppendPayload(nil, []byte("raw bytes, not a message"))
 			rs.write(b)
-		}, RuleEvent, "ValidationError"},
+		}, RuleEvent, "InputValidationError"},
 		{"empty P", func(rs *rawStream) {
 			m := rs.part(wire.Part{Bytes: []byte("x"), DataType: wire.DataTypeBinary})
 			m.Headers = append(m.Headers, eventstream.Header{Name: wire.PaddingHeader, Value: eventstream.StringValue("")})
 			rs.sendMessage(m)
-		}, RuleEvent, "ValidationError"},
+		}, RuleEvent, "InputValidationError"},
 		{"empty CompletionState", func(rs *rawStream) {
 			rs.sendMessage(&eventstream.Message{Headers: eventstream.Headers{
 				{Name: wire.CompletionStateHeader, Value: eventstream.StringValue("")},
 				{Name: wire.EventTypeHeader, Value: eventstream.StringValue("PayloadPart")},
 				{Name: wire.MessageTypeHeader, Value: eventstream.StringValue("event")},
 			}, Payload: []byte("x")})
-		}, RuleEvent, "ValidationError"},
+		}, RuleEvent, "InputValidationError"},
 		{"event after the end frame", func(rs *rawStream) {
 			rs.write(rs.signer.AppendEnd(nil))
 			rs.sendText("late")
-		}, RuleEndFrame, "ValidationError"},
+		}, RuleEndFrame, "InputValidationError"},
 		{"garbage after the end frame", func(rs *rawStream) {
 			rs.write(rs.signer.AppendEnd(nil))
 			rs.write([]byte("trailing bytes"))
 			rs.pw.Close()
-		}, RuleEndFrame, "ValidationError"},
+		}, RuleEndFrame, "InputValidationError"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
