@@ -35,6 +35,7 @@ const (
 	DefaultMaxClockSkew         = 15 * time.Minute
 	DefaultMaxRecvMessageSize   = 16 << 20
 	DefaultMaxRecorded          = 1024
+	DefaultProductionVariant    = "AllTraffic"
 )
 
 // A Server is a SageMaker-compatible bidirectional streaming server for
@@ -106,6 +107,38 @@ type Server struct {
 	// Date response header. Nil means time.Now.
 	Now func() time.Time
 
+	// ProductionVariant is the variant named in the
+	// X-Amzn-Invoked-Production-Variant header of every 200 response
+	// whose request names no TargetVariant (a request that names one is
+	// answered with it, as SageMaker routes it there). "" means
+	// DefaultProductionVariant, the name SageMaker gives the variant of
+	// a single-variant endpoint. [Stream.SetInvokedVariant] overrides it
+	// per stream.
+	ProductionVariant string
+
+	// WholeMessages makes the handler see each request message only once
+	// it is complete, as a model container built on a message-level
+	// WebSocket library does behind SageMaker: [Stream.RecvPart] holds
+	// PARTIAL parts back until the COMPLETE part of their message
+	// arrives, then returns them one by one. A message larger than
+	// MaxRecvMessageSize fails with [ErrMessageTooLarge], and parts of a
+	// message the client never completed are dropped at the end of the
+	// stream. Use it to see the latency a client sending PARTIAL parts
+	// (live audio, say) gets from such a container: the first answer
+	// comes only after the whole message.
+	WholeMessages bool
+
+	// MaxStreamAge caps how long a stream may last, like the cap
+	// SageMaker puts on one connection (about 30 minutes, as reported by
+	// users; the service documents none). When a stream reaches it, the
+	// server sends the client an InternalStreamFailure ("the stream
+	// reached its maximum duration") and ends the response stream; the
+	// handler's [Stream.Context] is cancelled with cause
+	// [ErrMaxStreamAge], and its Recv and Send methods fail with errors
+	// matching ErrMaxStreamAge. Set a short value (a second, say) to test
+	// that a client rotates its sessions. 0 means no cap.
+	MaxStreamAge time.Duration
+
 	// ErrorLog receives net/http's server errors. Nil means standard
 	// error, without TLS handshake failures.
 	ErrorLog *log.Logger
@@ -118,7 +151,7 @@ type Server struct {
 	tlsConfig *tls.Config
 	client    *http.Client
 	ctx       context.Context
-	cancel    context.CancelFunc
+	cancel    context.CancelCauseFunc
 	acceptCh  chan *trackedConn
 
 	mu         sync.Mutex
@@ -187,7 +220,7 @@ func (s *Server) Start() {
 		s.setupTLS()
 	}
 	s.URL = scheme + "://" + s.Listener.Addr().String()
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.acceptCh = make(chan *trackedConn)
 	s.conns = make(map[*trackedConn]struct{})
 	s.client = s.newClient()
@@ -245,8 +278,9 @@ func (s *Server) newClient() *http.Client {
 }
 
 // Close shuts the server down: it stops listening, cancels the context of
-// every stream, closes every connection and waits for the handlers to
-// return. A handler should watch [Stream.Context]; Close reports to
+// every stream (with cause [ErrServerClosed]), closes every connection and
+// waits for the handlers to return. [Server.Shutdown] lets streams finish
+// first. A handler should watch [Stream.Context]; Close reports to
 // ErrorLog when one is still running after 5 seconds, and keeps waiting.
 // Close may be called more than once.
 func (s *Server) Close() {
@@ -266,7 +300,7 @@ func (s *Server) Close() {
 	}
 
 	s.ResumeConnections() // so that closing connections can write
-	s.cancel()
+	s.cancel(ErrServerClosed)
 	s.Listener.Close()
 	for _, g := range gens {
 		g.ln.Close()
