@@ -65,7 +65,7 @@ func (s *Server) acceptLoop() {
 	for {
 		c, err := s.Listener.Accept()
 		if err != nil {
-			if s.ctx.Err() == nil {
+			if s.ctx.Err() == nil && !s.stopping.Load() {
 				s.ErrorLog.Printf("biditest: accept: %v", err)
 			}
 			return

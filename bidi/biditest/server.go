@@ -157,6 +157,7 @@ type Server struct {
 	mu         sync.Mutex
 	started    bool
 	closed     bool
+	stopping   atomic.Bool   // Shutdown closed the listener
 	gen        *generation   // serves new connections
 	gens       []*generation // every generation, the current one last
 	conns      map[*trackedConn]struct{}
