@@ -15,8 +15,10 @@
 // [Server.AWSConfig] and [Server.HTTPClient] give the pieces instead
 // (Region, static credentials, BaseEndpoint = [Server.URL], an HTTP/2-only
 // client). Use [NewUnstartedServer] to set fields such as
-// MaxConcurrentStreams, MaxReceiveBufferPerStream, Credentials or H2C
-// before [Server.Start].
+// MaxConcurrentStreams, MaxReceiveBufferPerStream, Credentials, H2C,
+// ProductionVariant, WholeMessages or MaxStreamAge before [Server.Start].
+// [Server.Shutdown] stops the server gracefully (GOAWAY, running streams
+// finish), [Server.Close] at once.
 //
 // A handler scripts the model with a [Stream]: [Stream.RecvPart] and
 // [Stream.Recv] read request events (raw parts or reassembled messages),
@@ -44,13 +46,54 @@
 // events with the model's DataType and CompletionState values and no
 // empty header value, and the signed end frame, after which the body must
 // end. The server is strict where a client is lenient: it is the
-// conformance check of clients. A request that
-// fails a check before the handler gets a restJson1 error (400, 403, 404 or
-// 505 with X-Amzn-ErrorType and a JSON body) and never reaches the
-// handler; a violation mid-stream is returned by RecvPart, sent to the
-// client as an error message and ends in a stream reset. Every violation
-// is recorded as a [*Violation] in [Server.Violations]. Set
-// [Server.SkipVerify] to accept unsigned requests.
+// conformance check of clients.
+//
+// The request signature is verified as SigV4 defines it, from the
+// client's own SignedHeaders list, so that any AWS SDK is accepted: the
+// canonical request is rebuilt from the headers the client named, extra
+// ones included, and over HTTP/2 either "host" or the ":authority"
+// pseudo-header may stand for the authority (aws-sdk-go-v2 and the Rust
+// SDK sign "host", AWS's JavaScript SDK signs ":authority"). Neither
+// signed, an x-amz-* or x-amzn-sagemaker-* header left unsigned, a
+// credential scope for another region, service or day, and a clock skew
+// are refused with the service's error types and messages.
+//
+// A request that fails a check before the handler gets a restJson1 error
+// (400, 403, 404 or 505 with X-Amzn-ErrorType and a JSON body; the 400s of
+// the request checks are the model's InputValidationError) and never
+// reaches the handler; a violation mid-stream is returned by RecvPart,
+// sent to the client as an error message and ends in a stream reset.
+// Every violation is recorded as a [*Violation] in [Server.Violations].
+// Set [Server.SkipVerify] to accept unsigned requests.
+//
+// # What it emulates, and what it cannot know
+//
+// Where the service model or the platform is documented, the server
+// behaves alike: modeled error names on the wire (InputValidationError,
+// ModelError with its members, InternalServerError,
+// ServiceUnavailableError through [Stream.Fail]; ModelStreamError and
+// InternalStreamFailure mid-stream), X-Amzn-Invoked-Production-Variant on
+// every 200 (the TargetVariant, else [Server.ProductionVariant], else
+// "AllTraffic"), and unsigned response events. Where only the behaviour
+// of a model container behind SageMaker's WebSocket bridge is known, it
+// plays such a container: [Echo] and [DemoModel] end the stream with
+// ModelStreamError "1009" on a message over [Server.MaxRecvMessageSize],
+// as a WebSocket container's read limit does behind the platform, and
+// [Server.WholeMessages] shows the handler each message only once it is
+// complete, as a container built on a message-level WebSocket library
+// sees it. [Server.MaxStreamAge] emulates the cap on a stream's duration
+// that users report (about 30 minutes; its exact value and the way the
+// service ends the stream are not documented: the server sends an
+// InternalStreamFailure, a platform fault the client should answer by
+// opening a new stream).
+//
+// It cannot know what the service does not publish: the exact messages of
+// the service's own errors (the server's follow AWS's usual wording), the
+// size limits the service enforces, throttling, the service's own
+// health checks and routing between variants, the WebSocket timing of a
+// real container, and any change AWS makes after WIRE.md was written. The
+// local gateway in examples/gateway puts a real container behind the
+// same checks.
 //
 // For assertions, [Server.Streams] lists the streams received, each with
 // its request inputs and headers, and [Stream.Received] the parts it
