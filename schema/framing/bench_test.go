@@ -77,3 +77,30 @@ func benchOurs(b *testing.B, in []byte, events int) {
 	}
 	m.Report(b, events, "allocs/event")
 }
+
+// BenchmarkScanner measures the JSON scanner alone on the values of a
+// 2,000-chunk chat stream in JSON Lines (every byte scanned).
+func BenchmarkScanner(b *testing.B) {
+	in := streamtest.ChatJSONL(benchChunks)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	var s scanner
+	for b.Loop() {
+		values := 0
+		for i := 0; i < len(in); {
+			n, res := s.scan(in[i:])
+			i += n
+			switch res {
+			case scanDone:
+				values++
+			case scanLineEnd:
+				i++
+			case scanError:
+				b.Fatalf("error at %d: %s", i, s.msg)
+			}
+		}
+		if values != benchChunks {
+			b.Fatalf("%d values", values)
+		}
+	}
+}
