@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -255,31 +256,34 @@ func TestRefusedUpgradeRetried(t *testing.T) {
 	}
 }
 
-// Before each session the gateway checks GET /ping: a container that
-// answers anything but 200, or nothing, gets no WebSocket and the client a
-// 424 ModelError saying so.
+// The gateway checks GET /ping on its own schedule, as SageMaker does,
+// not per session: while the last check failed, sessions get no
+// WebSocket and the client gets SageMaker's 424 ModelError, its
+// OriginalMessage naming the failed check; once a check passes, sessions
+// open.
 func TestHealthCheckGatesSessions(t *testing.T) {
 	var healthy atomic.Bool
 	var upgrades atomic.Int32
 	h := model.NewHandler(model.Options{})
 	t.Cleanup(func() { h.Close() })
 	url := serveContainer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/ping" && !healthy.Load() {
+		switch {
+		case r.URL.Path != "/ping":
+			upgrades.Add(1)
+		case !healthy.Load():
 			http.Error(w, "warming up", http.StatusServiceUnavailable)
 			return
 		}
-		if r.URL.Path != "/ping" {
-			upgrades.Add(1)
-		}
 		h.ServeHTTP(w, r)
 	}))
-	g := startGateway(t, url)
+	g := startGateway(t, url, func(c *bridge.Config) { c.HealthInterval = 20 * time.Millisecond })
 	c := g.client(t)
 
 	sess := open(t, c, bidi.OpenInput{})
 	_, err := sess.Recv(testContext(t))
 	var me *bidi.ModelError
-	if !errors.As(err, &me) || !strings.HasPrefix(me.Message, bridge.HealthFailedMessage) || me.OriginalStatusCode != 503 {
+	if !errors.As(err, &me) || me.Message != bridge.UpgradeFailedMessage || me.OriginalStatusCode != 503 ||
+		!strings.HasPrefix(me.OriginalMessage, bridge.HealthFailedMessage) {
 		t.Fatalf("unhealthy container: %v, want a 424 ModelError about the health check", err)
 	}
 	if n := upgrades.Load(); n != 0 {
@@ -287,11 +291,37 @@ func TestHealthCheckGatesSessions(t *testing.T) {
 	}
 
 	healthy.Store(true)
+	waitFor(t, "a passing health check", func() bool { return g.Handler().Health(context.Background()) == nil })
+	if !strings.Contains(g.logs.String(), "container healthy again") {
+		t.Error("the log does not tell that the container recovered")
+	}
 	sess = open(t, c, bidi.OpenInput{ModelQueryString: "mode=echo"})
 	ctx := testContext(t)
 	sess.Send(ctx, bidi.Text("ok"))
 	if m, err := sess.Recv(ctx); err != nil || string(m.Data) != "ok" {
 		t.Fatalf("healthy container: %q, %v", m.Data, err)
+	}
+}
+
+// Sessions cause no health check of their own: with a long interval, ten
+// sessions find the container checked once.
+func TestHealthCheckNotPerSession(t *testing.T) {
+	var pings atomic.Int32
+	h := model.NewHandler(model.Options{Defaults: "mode=echo"})
+	t.Cleanup(func() { h.Close() })
+	url := serveContainer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ping" {
+			pings.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	g := startGateway(t, url, func(c *bridge.Config) { c.HealthInterval = time.Hour })
+	c := g.client(t)
+	for i := range 10 {
+		echoOnce(t, open(t, c, bidi.OpenInput{}), fmt.Sprint("session ", i))
+	}
+	if n := pings.Load(); n != 1 {
+		t.Fatalf("%d health checks for 10 sessions, want 1 (at start)", n)
 	}
 }
 
@@ -301,7 +331,8 @@ func TestNoContainer(t *testing.T) {
 	sess := open(t, g.client(t), bidi.OpenInput{})
 	_, err := sess.Recv(testContext(t))
 	var me *bidi.ModelError
-	if !errors.As(err, &me) || !strings.Contains(me.Message, "GET http://127.0.0.1:1/ping failed") || me.OriginalStatusCode != 0 {
+	if !errors.As(err, &me) || me.Message != bridge.UpgradeFailedMessage ||
+		!strings.Contains(me.OriginalMessage, "GET http://127.0.0.1:1/ping failed") || me.OriginalStatusCode != 0 {
 		t.Fatalf("Recv = %v, want a 424 ModelError about /ping", err)
 	}
 

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -51,7 +52,19 @@ type Config struct {
 	// ViolationPollInterval is how often rejected requests are logged.
 	// 0 means 200 ms.
 	ViolationPollInterval time.Duration
+
+	// MaxStreamAge is the connection cap: a stream older than this is
+	// ended as SageMaker ends a connection at its cap (about 30 minutes,
+	// as users report; the service documents neither the value nor the
+	// way): the client gets an InternalStreamFailure, a platform fault
+	// that tells it to open a new stream, and the container's WebSocket
+	// is closed with 1001 "connection cap reached". 0 means
+	// DefaultMaxStreamAge; a negative value means no cap.
+	MaxStreamAge time.Duration
 }
+
+// DefaultMaxStreamAge is the default connection cap of a [Gateway].
+const DefaultMaxStreamAge = 30 * time.Minute
 
 // Gateway is a local SageMaker bidirectional-streaming endpoint in front
 // of a model container: a [biditest.Server] (HTTP/2, SigV4, the service's
@@ -98,6 +111,14 @@ func start(cfg Config) (*Gateway, error) {
 	}
 	srv.Region = cfg.Region
 	srv.MaxRecorded = -1 // keep no parts: the gateway makes no assertions
+	srv.ProductionVariant = h.opts.Variant
+	switch {
+	case cfg.MaxStreamAge == 0:
+		srv.MaxStreamAge = DefaultMaxStreamAge
+	case cfg.MaxStreamAge > 0:
+		srv.MaxStreamAge = cfg.MaxStreamAge
+	}
+	h.maxStreamAge = srv.MaxStreamAge
 	srv.ErrorLog = log.New(logWriter{h.log}, "", 0)
 	g.srv = srv
 	srv.Start()
@@ -135,16 +156,43 @@ func (g *Gateway) CertificatePEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 }
 
-// Close stops the gateway: it stops listening, ends every session (each
-// container WebSocket is closed with 1001 and given CloseTimeout to
-// answer) and waits for every goroutine. It may be called more than once.
+// Close stops the gateway at once: it stops listening, ends every session
+// (each container WebSocket is closed with 1001 "gateway shutting down"
+// and given CloseTimeout to answer; the clients' streams are cut) and
+// waits for every goroutine. [Gateway.Shutdown] lets sessions finish
+// first. It may be called more than once.
 func (g *Gateway) Close() {
 	g.closeOnce.Do(func() {
 		g.srv.Close()
 		g.handler.Wait()
+		g.handler.Close()
 		close(g.stop)
 		<-g.done
 	})
+}
+
+// Shutdown stops the gateway gracefully: it stops accepting connections
+// and streams (HTTP/2 GOAWAY), lets the running sessions finish until ctx
+// ends (the grace period), then aborts those still running, each client
+// getting an InternalStreamFailure that says the gateway is shutting down
+// and each container WebSocket a close frame with 1001, and finally
+// closes the gateway. It returns nil if every session finished in time,
+// else ctx's error.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	err := g.srv.Shutdown(ctx)
+	if err != nil {
+		reason := "The endpoint is shutting down: the stream did not finish within the shutdown grace period. Open a new stream."
+		if n := g.handler.Abort(reason); n > 0 {
+			g.log.Warn("shutdown grace period over: sessions aborted", "sessions", n)
+		}
+		// The aborted sessions end within CloseTimeout (the container's
+		// close answer, or the timer that drops it).
+		wait, cancel := context.WithTimeout(context.Background(), g.handler.opts.CloseTimeout+time.Second)
+		g.handler.waitIdle(wait)
+		cancel()
+	}
+	g.Close()
+	return err
 }
 
 // logViolations logs the requests the server rejected, until Close.

@@ -2,6 +2,8 @@ package bridge
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -20,18 +22,26 @@ import (
 //
 // A Handler serves any number of streams at once. Each session ends
 // when its WebSocket is closed; it watches its stream's context, so
-// closing the server ends every session within CloseTimeout. After the
-// server is closed, [Handler.Wait] waits for the last goroutine.
+// closing the server ends every session within CloseTimeout. It checks
+// the container's health every HealthInterval from the start, until
+// [Handler.Close]. After the server is closed, [Handler.Wait] waits for
+// the last goroutine of the sessions.
 type Handler struct {
 	opts    Options
 	base    *url.URL
 	pingURL string
-	health  *http.Client
+	client  *http.Client // of the health checks
 	log     *slog.Logger
+	health  health
 
 	wg     sync.WaitGroup // every session goroutine
 	active atomic.Int64
 	ids    atomic.Uint64
+
+	maxStreamAge time.Duration // the server's, for the log; set by Start
+
+	mu       sync.Mutex
+	sessions map[*session]struct{} // running sessions, for Abort
 }
 
 // NewHandler returns a Handler configured by opts, or an error if the
@@ -41,18 +51,31 @@ func NewHandler(opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{
+	h := &Handler{
 		opts:    o,
 		base:    base,
 		pingURL: pingURL(base),
-		health: &http.Client{
+		client: &http.Client{
 			// One connection per check: no idle connections to outlive
 			// the gateway, and a fresh answer each time.
 			Transport:     &http.Transport{DisableKeepAlives: true},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		log: o.Logger,
-	}, nil
+		log:      o.Logger,
+		sessions: make(map[*session]struct{}),
+	}
+	h.health.first = make(chan struct{})
+	h.health.done = make(chan struct{})
+	h.health.ctx, h.health.cancel = context.WithCancel(context.Background())
+	go h.healthLoop()
+	return h, nil
+}
+
+// Close stops the scheduled health checks and waits for the one in
+// progress. Sessions are not affected. It may be called more than once.
+func (h *Handler) Close() {
+	h.health.cancel()
+	<-h.health.done
 }
 
 // Options returns the handler's options, defaults filled in.
@@ -89,15 +112,20 @@ func (h *Handler) ServeBidi(st *biditest.Stream) {
 		return
 	}
 	ctx := st.Context()
-	if err := h.CheckHealth(ctx); err != nil {
-		log.Warn("session refused: container health check failed", "err", err)
+	if err := h.Health(ctx); err != nil {
+		log.Warn("session refused: container unhealthy", "err", err)
 		failHealth(st, err)
 		return
 	}
 	start := time.Now()
 	conn, err := h.dial(ctx, path, st.ModelQueryString)
 	if err != nil {
-		log.Warn("session refused: WebSocket connection failed", "err", err)
+		var te *AcceptTimeoutError
+		if errors.As(err, &te) {
+			log.Warn("session refused: "+te.Error(), "dial_timeout", te.Timeout)
+		} else {
+			log.Warn("session refused: WebSocket connection failed", "err", err)
+		}
 		failUpgrade(st, err)
 		return
 	}
@@ -110,8 +138,16 @@ func (h *Handler) ServeBidi(st *biditest.Stream) {
 	log.Info("session open", "container", conn.RemoteAddr().String(), "connect_time", time.Since(start).Round(time.Microsecond))
 
 	s := newSession(h, st, conn, log)
+	h.track(s, true)
 	o := s.run()
-	if !o.clean && !s.clientGone.Load() {
+	h.track(s, false)
+	switch {
+	case o.clean || s.clientGone.Load():
+	case o.internal:
+		if err := st.SendInternalStreamFailure(o.message); err != nil {
+			log.Info("could not send the InternalStreamFailure: client gone", "err", err)
+		}
+	default:
 		if err := st.SendModelStreamError(o.errorCode(), o.message); err != nil {
 			log.Info("could not send the ModelStreamError: client gone", "err", err)
 		}
@@ -121,23 +157,89 @@ func (h *Handler) ServeBidi(st *biditest.Stream) {
 		"parts_up", s.partsUp.Load(), "bytes_up", s.bytesUp.Load(),
 		"parts_down", s.partsDown.Load(), "bytes_down", s.bytesDown.Load(),
 	}
-	if o.clean {
+	switch {
+	case o.clean:
 		log.Info("session end", attrs...)
-	} else {
+	case o.internal:
+		log.Warn("session end: InternalStreamFailure", attrs...)
+	default:
 		log.Warn("session end: ModelStreamError", append(attrs, "error_code", o.errorCode())...)
 	}
 }
 
+// track adds a running session to the handler's set, or removes it.
+func (h *Handler) track(s *session, running bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if running {
+		h.sessions[s] = struct{}{}
+	} else {
+		delete(h.sessions, s)
+	}
+}
+
+// Abort ends every running session with reason: the client gets an
+// InternalStreamFailure whose Message is reason (the platform, not the
+// model, ended the stream), and the container's WebSocket is closed with
+// 1001 (going away). It returns the number of sessions aborted; they
+// finish within CloseTimeout. The gateway's Shutdown uses it once its
+// grace period is over.
+func (h *Handler) Abort(reason string) int {
+	h.mu.Lock()
+	sessions := make([]*session, 0, len(h.sessions))
+	for s := range h.sessions {
+		sessions = append(sessions, s)
+	}
+	h.mu.Unlock()
+	for _, s := range sessions {
+		s.end(aborted(reason), wsframe.ClosePayload(wsframe.CloseGoingAway, "gateway shutting down"))
+	}
+	return len(sessions)
+}
+
+// waitIdle waits until no session is running, or ctx ends.
+func (h *Handler) waitIdle(ctx context.Context) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for h.active.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// AcceptTimeoutError reports a container that did not accept the
+// WebSocket connection within DialTimeout.
+type AcceptTimeoutError struct {
+	Timeout time.Duration // the DialTimeout in force
+	Err     error         // the dial error
+}
+
+// Error names the limit, and SageMaker's.
+func (e *AcceptTimeoutError) Error() string {
+	return fmt.Sprintf("the container did not accept the WebSocket connection within %v (SageMaker allows %v: a container this slow fails there)",
+		e.Timeout, SageMakerAcceptLimit)
+}
+
+// Unwrap returns the dial error.
+func (e *AcceptTimeoutError) Unwrap() error { return e.Err }
+
 // dial opens the container's WebSocket at /path?query, bounded by
-// DialTimeout and ctx.
+// DialTimeout ([*AcceptTimeoutError] when it runs out) and ctx.
 func (h *Handler) dial(ctx context.Context, path, query string) (*wsframe.Conn, error) {
 	u := *h.base
 	u.Path = "/" + path
 	u.RawQuery = query
-	ctx, cancel := context.WithTimeout(ctx, h.opts.DialTimeout)
+	dctx, cancel := context.WithTimeout(ctx, h.opts.DialTimeout)
 	defer cancel()
-	return wsframe.Dial(ctx, u.String(), &wsframe.DialOptions{
+	conn, err := wsframe.Dial(dctx, u.String(), &wsframe.DialOptions{
 		MaxFrameSize: int64(h.opts.MaxFrameSize),
 		UserAgent:    "sagemaker-bidi-gateway/" + bidi.Version,
 	})
+	if err != nil && ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded) {
+		err = &AcceptTimeoutError{Timeout: h.opts.DialTimeout, Err: err}
+	}
+	return conn, err
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
+	"time"
 )
 
 // HealthError reports a container that failed its health check, GET
@@ -42,10 +44,11 @@ func pingURL(base *url.URL) string {
 	return u.String()
 }
 
-// CheckHealth sends GET /ping to the container, as SageMaker does before
-// it routes traffic to it, and returns nil if it answers 200 within
-// HealthTimeout, or a [*HealthError]. With a negative HealthTimeout it
-// returns nil at once.
+// CheckHealth sends GET /ping to the container, as SageMaker does on its
+// own schedule, and returns nil if it answers 200 within HealthTimeout,
+// or a [*HealthError]. With a negative HealthTimeout it returns nil at
+// once. The handler runs it every HealthInterval (see [Handler.Health]);
+// sessions never wait for one.
 func (h *Handler) CheckHealth(ctx context.Context) error {
 	if h.opts.HealthTimeout < 0 {
 		return nil
@@ -56,7 +59,7 @@ func (h *Handler) CheckHealth(ctx context.Context) error {
 	if err != nil {
 		return &HealthError{URL: h.pingURL, Err: err}
 	}
-	resp, err := h.health.Do(req)
+	resp, err := h.client.Do(req)
 	if err != nil {
 		var ue *url.Error // "Get URL: cause": the URL is in HealthError already
 		if errors.As(err, &ue) {
@@ -70,4 +73,61 @@ func (h *Handler) CheckHealth(ctx context.Context) error {
 		return &HealthError{URL: h.pingURL, StatusCode: resp.StatusCode, Status: resp.Status}
 	}
 	return nil
+}
+
+// health is the state of the scheduled health checks.
+type health struct {
+	first  chan struct{}      // closed once the first check is done
+	ctx    context.Context    // cancelled by Handler.Close
+	cancel context.CancelFunc // stops the loop
+	done   chan struct{}      // closed when the loop returns
+
+	mu   sync.Mutex
+	last error // result of the last check
+}
+
+// healthLoop checks the container's health at once, then every
+// HealthInterval until Close, and logs every change of state after the
+// first check.
+func (h *Handler) healthLoop() {
+	defer close(h.health.done)
+	t := time.NewTicker(h.opts.HealthInterval)
+	defer t.Stop()
+	for first := true; ; first = false {
+		err := h.CheckHealth(h.health.ctx)
+		if h.health.ctx.Err() != nil {
+			err = errors.New("bridge: handler closed")
+		}
+		h.health.mu.Lock()
+		prev := h.health.last
+		h.health.last = err
+		h.health.mu.Unlock()
+		switch {
+		case first:
+			close(h.health.first)
+		case err != nil && prev == nil:
+			h.log.Warn("container unhealthy: sessions get 424 ModelError until GET /ping answers 200", "err", err)
+		case err == nil && prev != nil:
+			h.log.Info("container healthy again")
+		}
+		select {
+		case <-h.health.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Health returns the result of the last scheduled health check: nil if
+// the container answered GET /ping with 200, else a [*HealthError]. Before
+// the first check is done it waits for it, or for ctx.
+func (h *Handler) Health(ctx context.Context) error {
+	select {
+	case <-h.health.first:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	h.health.mu.Lock()
+	defer h.health.mu.Unlock()
+	return h.health.last
 }

@@ -15,31 +15,43 @@ import (
 // returns when it cannot open the container's WebSocket.
 const UpgradeFailedMessage = "Failed to establish WebSocket connection"
 
-// HealthFailedMessage starts the Message of the 424 ModelError the
-// gateway returns when the container fails its health check.
+// HealthFailedMessage starts the OriginalMessage of the 424 ModelError
+// the gateway returns while the container fails its health checks.
 const HealthFailedMessage = "Model container failed its health check"
 
 // failUpgrade answers 424 ModelError "Failed to establish WebSocket
 // connection", with the container's status and the start of its body as
 // OriginalStatusCode and OriginalMessage when it answered the upgrade
-// with an HTTP error.
+// with an HTTP error, and the gateway's explanation as OriginalMessage
+// when it did not accept in time.
 func failUpgrade(st *biditest.Stream, err error) {
 	fields := map[string]any{"Message": UpgradeFailedMessage}
-	var he *wsframe.HandshakeError
-	if errors.As(err, &he) && he.StatusCode != http.StatusSwitchingProtocols {
+	var (
+		he *wsframe.HandshakeError
+		te *AcceptTimeoutError
+	)
+	switch {
+	case errors.As(err, &he) && he.StatusCode != http.StatusSwitchingProtocols:
 		fields["OriginalStatusCode"] = he.StatusCode
 		if msg := originalMessage(he.Body); msg != "" {
 			fields["OriginalMessage"] = msg
 		}
+	case errors.As(err, &te):
+		fields["OriginalMessage"] = te.Error()
 	}
 	st.Fail(http.StatusFailedDependency, "ModelError", fields)
 }
 
-// failHealth answers 424 ModelError for a container that failed GET
-// /ping: the Message says how, and OriginalStatusCode carries the status
-// it answered, if any.
+// failHealth answers a session while the container fails its health
+// checks with the 424 ModelError SageMaker gives when it cannot reach a
+// model ("Failed to establish WebSocket connection"); OriginalMessage
+// says how the check failed, and OriginalStatusCode carries the status
+// /ping answered, if any.
 func failHealth(st *biditest.Stream, err error) {
-	fields := map[string]any{"Message": HealthFailedMessage + ": " + err.Error()}
+	fields := map[string]any{
+		"Message":         UpgradeFailedMessage,
+		"OriginalMessage": HealthFailedMessage + ": " + err.Error(),
+	}
 	var he *HealthError
 	if errors.As(err, &he) && he.StatusCode != 0 {
 		fields["OriginalStatusCode"] = he.StatusCode

@@ -17,10 +17,17 @@ const (
 	DefaultPingInterval   = 60 * time.Second
 	DefaultMaxMissedPongs = 5
 	DefaultHealthTimeout  = 2 * time.Second
-	DefaultDialTimeout    = 10 * time.Second
+	DefaultHealthInterval = 5 * time.Second
+	DefaultDialTimeout    = SageMakerAcceptLimit
 	DefaultCloseTimeout   = 5 * time.Second
 	DefaultMaxFrameSize   = 16 << 20
 )
+
+// SageMakerAcceptLimit is the time SageMaker gives a model container to
+// accept its WebSocket connection (AWS's container contract for
+// bidirectional streaming). A container slower than this works locally
+// with a longer [Options.DialTimeout] but fails on SageMaker.
+const SageMakerAcceptLimit = 250 * time.Millisecond
 
 // MaxFrameSizeLimit is the largest allowed [Options.MaxFrameSize]: the
 // largest payload of an event-stream message (24 MiB), since each frame
@@ -53,12 +60,21 @@ type Options struct {
 	// DefaultMaxMissedPongs.
 	MaxMissedPongs int
 
-	// HealthTimeout bounds the GET /ping made before each session. 0 means
-	// DefaultHealthTimeout; a negative value skips the health check.
+	// HealthTimeout bounds each health check, GET /ping. 0 means
+	// DefaultHealthTimeout; a negative value disables health checks
+	// (every container counts as healthy).
 	HealthTimeout time.Duration
 
-	// DialTimeout bounds the WebSocket opening handshake. 0 means
-	// DefaultDialTimeout.
+	// HealthInterval is how often the handler checks the container's
+	// health, on its own schedule as SageMaker does, not per session:
+	// sessions are refused (424 ModelError) while the last check failed.
+	// 0 means DefaultHealthInterval.
+	HealthInterval time.Duration
+
+	// DialTimeout bounds the opening of the container's WebSocket (TCP
+	// connection and handshake). 0 means DefaultDialTimeout, SageMaker's
+	// limit (SageMakerAcceptLimit); a longer one lets a slow container
+	// pass locally that SageMaker would refuse, and the log says so.
 	DialTimeout time.Duration
 
 	// CloseTimeout is how long the gateway waits for the container's close
@@ -93,6 +109,9 @@ func (o Options) resolve() (Options, *url.URL, error) {
 	}
 	if o.HealthTimeout == 0 {
 		o.HealthTimeout = DefaultHealthTimeout
+	}
+	if o.HealthInterval <= 0 {
+		o.HealthInterval = DefaultHealthInterval
 	}
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = DefaultDialTimeout

@@ -14,10 +14,11 @@ import (
 // close code in decimal and whose Message ends with "(code N)" or
 // "(code N, reason "R")".
 type outcome struct {
-	clean   bool   // end the response stream without an error
-	code    int    // WebSocket close code, the ErrorCode of the error
-	message string // Message of the error
-	cause   string // for the log
+	clean    bool   // end the response stream without an error
+	internal bool   // report an InternalStreamFailure (the platform's fault), not a ModelStreamError
+	code     int    // WebSocket close code, the ErrorCode of the error
+	message  string // Message of the error
+	cause    string // for the log
 }
 
 // errorCode returns the ErrorCode of the ModelStreamError: the close code.
@@ -33,6 +34,29 @@ func clientEnded() outcome {
 // 1001.
 func clientLeft(err error) outcome {
 	return outcome{clean: true, code: wsframe.CloseGoingAway, cause: "client went away: " + err.Error()}
+}
+
+// streamCapReached: the stream reached the gateway's connection cap
+// (biditest sent the client an InternalStreamFailure); the gateway closes
+// the container's WebSocket with 1001.
+func streamCapReached(limit time.Duration) outcome {
+	cause := "stream reached the connection cap"
+	if limit > 0 {
+		cause += " (" + limit.String() + ")"
+	}
+	return outcome{clean: true, code: wsframe.CloseGoingAway, cause: cause}
+}
+
+// gatewayClosed: the gateway closed while the session ran; the client's
+// connection is gone with it.
+func gatewayClosed() outcome {
+	return outcome{clean: true, code: wsframe.CloseGoingAway, cause: "gateway closed"}
+}
+
+// aborted: the gateway ended the session (its shutdown grace period is
+// over); the client gets an InternalStreamFailure.
+func aborted(reason string) outcome {
+	return outcome{internal: true, code: wsframe.CloseGoingAway, message: reason, cause: "aborted: " + reason}
 }
 
 // containerClosed: the container sent a close frame first.

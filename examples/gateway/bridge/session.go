@@ -140,13 +140,22 @@ func (s *session) ended() (outcome, bool) {
 }
 
 // clientLeft ends the session because the client can no longer be
-// reached: the WebSocket is closed with 1001.
+// reached: the WebSocket is closed with 1001. The reason tells the
+// container, and the log, why: the client went away, the stream reached
+// the connection cap, or the gateway closed.
 func (s *session) clientLeft(err error) {
 	if err == nil {
 		err = context.Canceled
 	}
 	s.clientGone.Store(true)
-	s.end(clientLeft(err), wsframe.ClosePayload(wsframe.CloseGoingAway, "client went away"))
+	switch {
+	case errors.Is(err, biditest.ErrMaxStreamAge):
+		s.end(streamCapReached(s.h.maxStreamAge), wsframe.ClosePayload(wsframe.CloseGoingAway, "connection cap reached"))
+	case errors.Is(err, biditest.ErrServerClosed):
+		s.end(gatewayClosed(), wsframe.ClosePayload(wsframe.CloseGoingAway, "gateway shutting down"))
+	default:
+		s.end(clientLeft(err), wsframe.ClosePayload(wsframe.CloseGoingAway, "client went away"))
+	}
 }
 
 // finish waits, for at most CloseTimeout, for a queued close frame to be
