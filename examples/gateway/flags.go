@@ -22,7 +22,9 @@ type config struct {
 	pingInterval                time.Duration
 	maxMissedPongs              int
 	healthTimeout, dialTimeout  time.Duration
+	healthInterval              time.Duration
 	closeTimeout                time.Duration
+	maxStreamAge, shutdownGrace time.Duration
 	maxFrameSize                int
 	quiet                       bool
 }
@@ -46,8 +48,11 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.variant, "variant", bridge.DefaultVariant, "production variant `name` answered in X-Amzn-Invoked-Production-Variant, e.g. -variant Blue")
 	fs.DurationVar(&c.pingInterval, "ping-interval", bridge.DefaultPingInterval, "WebSocket ping `interval` towards the container (negative: no pings), e.g. -ping-interval 5s")
 	fs.IntVar(&c.maxMissedPongs, "max-missed-pongs", bridge.DefaultMaxMissedPongs, "close the container's WebSocket after `n` ping intervals without a pong, e.g. -max-missed-pongs 3")
-	fs.DurationVar(&c.healthTimeout, "health-timeout", bridge.DefaultHealthTimeout, "`timeout` of the GET /ping before each session (negative: no check), e.g. -health-timeout 500ms")
-	fs.DurationVar(&c.dialTimeout, "dial-timeout", bridge.DefaultDialTimeout, "`timeout` of the container's WebSocket handshake, e.g. -dial-timeout 3s")
+	fs.DurationVar(&c.healthTimeout, "health-timeout", bridge.DefaultHealthTimeout, "`timeout` of each GET /ping health check (negative: no checks), e.g. -health-timeout 500ms")
+	fs.DurationVar(&c.healthInterval, "health-interval", bridge.DefaultHealthInterval, "`interval` of the GET /ping health checks, made on a schedule as SageMaker does, never per session, e.g. -health-interval 1s")
+	fs.DurationVar(&c.dialTimeout, "dial-timeout", bridge.DefaultDialTimeout, "`time` the container has to accept the WebSocket; the default is SageMaker's limit, a longer one lets a slow container pass here that fails on SageMaker, e.g. -dial-timeout 2s")
+	fs.DurationVar(&c.maxStreamAge, "max-stream-age", bridge.DefaultMaxStreamAge, "connection cap: streams older than this `duration` end with an InternalStreamFailure, as SageMaker ends long connections (negative: no cap), e.g. -max-stream-age 1m")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 10*time.Second, "on Ctrl-C or SIGTERM, `time` running sessions get to finish before they are aborted, e.g. -shutdown-grace 30s")
 	fs.DurationVar(&c.closeTimeout, "close-timeout", bridge.DefaultCloseTimeout, "`time` to wait for the container's close frame after the gateway's, e.g. -close-timeout 1s")
 	fs.IntVar(&c.maxFrameSize, "max-frame-size", bridge.DefaultMaxFrameSize, fmt.Sprintf("largest frame accepted from the container, in `bytes` (at most %d), e.g. -max-frame-size 1048576", bridge.MaxFrameSizeLimit))
 	fs.BoolVar(&c.quiet, "q", false, "log only warnings and errors, e.g. -q")
@@ -80,5 +85,9 @@ Examples:
 Clients use the gateway's URL as their endpoint (BaseEndpoint, or
 AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2=https://localhost:8443) and trust the
 certificate written with -cert-out (a new one each run unless -tls-cert is set).
+
+Ctrl-C or SIGTERM stops the gateway gracefully: no new sessions, running ones
+get -shutdown-grace to finish, then are aborted. Exit codes: 0 stopped (by
+SIGTERM too), 1 failed, 2 usage, 130 interrupted (Ctrl-C).
 `)
 }

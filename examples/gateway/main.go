@@ -35,8 +35,7 @@ import (
 func main() {
 	// Signals are handled before the gateway listens, so that a supervisor
 	// that signals as soon as it sees "listening" is heard.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, stop := notifySignals()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
 	os.Exit(code)
@@ -44,10 +43,45 @@ func main() {
 
 // Exit codes.
 const (
-	exitOK    = 0
-	exitError = 1 // the gateway could not start or failed
-	exitUsage = 2 // bad command line
+	exitOK          = 0
+	exitError       = 1   // the gateway could not start or failed
+	exitUsage       = 2   // bad command line
+	exitInterrupted = 130 // stopped by Ctrl-C (SIGINT), as shells report it
 )
+
+// The causes of run's context when a signal stops the gateway: Ctrl-C
+// (exit code 130), or SIGTERM, the way supervisors and SageMaker stop a
+// process (a requested stop: exit code 0).
+var (
+	errInterrupted = errors.New("interrupted")
+	errTerminated  = errors.New("terminated")
+)
+
+// notifySignals returns a context cancelled, with cause errInterrupted or
+// errTerminated, by the first SIGINT or SIGTERM. A second signal kills the
+// program as usual, so a stuck shutdown still stops. stop releases the
+// signals.
+func notifySignals() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sig:
+			signal.Stop(sig)
+			if s == os.Interrupt {
+				cancel(errInterrupted)
+			} else {
+				cancel(errTerminated)
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sig)
+		cancel(context.Canceled)
+	}
+}
 
 // run runs the gateway until ctx ends and returns the exit code. Logs go
 // to stderr; the certificate, with -print-cert, to stdout.
@@ -86,6 +120,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if c.maxMissedPongs <= 0 {
 		return usageErr("-max-missed-pongs must be at least 1")
 	}
+	if c.dialTimeout <= 0 {
+		return usageErr("-dial-timeout must be positive (SageMaker's limit is %v)", bridge.SageMakerAcceptLimit)
+	}
+	if c.healthInterval <= 0 {
+		return usageErr("-health-interval must be positive")
+	}
+	if c.shutdownGrace < 0 {
+		return usageErr("-shutdown-grace must not be negative")
+	}
 
 	level := slog.LevelInfo
 	if c.quiet {
@@ -114,6 +157,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			PingInterval:   c.pingInterval,
 			MaxMissedPongs: c.maxMissedPongs,
 			HealthTimeout:  c.healthTimeout,
+			HealthInterval: c.healthInterval,
 			DialTimeout:    c.dialTimeout,
 			CloseTimeout:   c.closeTimeout,
 			MaxFrameSize:   c.maxFrameSize,
@@ -125,6 +169,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		Credentials:        creds,
 		AcceptAnySignature: c.acceptAny,
 		Region:             c.region,
+		MaxStreamAge:       c.maxStreamAge,
 	})
 	if err != nil {
 		logger.Error("starting the gateway", "err", err)
@@ -148,16 +193,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		signatures = []any{"signatures", "any accepted"}
 	}
 	logger.Info("listening", append([]any{"url", g.URL(), "container", opts.Container, "variant", opts.Variant}, signatures...)...)
-	if err := g.Handler().CheckHealth(ctx); err != nil {
+	if opts.DialTimeout > bridge.SageMakerAcceptLimit {
+		logger.Warn("-dial-timeout is over SageMaker's limit: a container that needs it works here and fails on SageMaker",
+			"dial_timeout", opts.DialTimeout, "sagemaker_limit", bridge.SageMakerAcceptLimit)
+	}
+	if err := g.Handler().Health(ctx); err != nil && ctx.Err() == nil {
 		logger.Warn("container not ready: sessions get 424 ModelError until GET /ping answers 200", "err", err)
-	} else {
+	} else if err == nil {
 		logger.Info("container ready")
 	}
 
 	<-ctx.Done()
-	logger.Info("shutting down", "active_sessions", g.Handler().ActiveSessions())
-	g.Close()
+	logger.Info("shutting down: no new sessions; running ones may finish", "active_sessions", g.Handler().ActiveSessions(), "grace", c.shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownGrace)
+	if err := g.Shutdown(sctx); err != nil {
+		logger.Warn("sessions aborted at the end of the grace period", "grace", c.shutdownGrace)
+	}
+	cancel()
 	logger.Info("stopped")
+	if errors.Is(context.Cause(ctx), errInterrupted) {
+		fmt.Fprintln(stderr, "gateway: interrupted")
+		return exitInterrupted
+	}
 	return exitOK
 }
 

@@ -102,6 +102,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-h2c", "-cert-out", "x.pem"}, testEnv, "-h2c serves no certificate"},
 		{[]string{"-tls-cert", "c.pem"}, testEnv, "-tls-cert and -tls-key go together"},
 		{[]string{"-max-frame-size", "0"}, testEnv, "-max-frame-size must be"},
+		{[]string{"-dial-timeout", "0"}, testEnv, "SageMaker's limit is 250ms"},
+		{[]string{"-shutdown-grace", "-1s"}, testEnv, "-shutdown-grace must not be negative"},
 		{[]string{"-no-such-flag"}, testEnv, "flag provided but not defined"},
 	} {
 		var stderr bytes.Buffer
@@ -196,7 +198,7 @@ func TestRun(t *testing.T) {
 	}
 	out := logs.String()
 	for _, want := range []string{"msg=\"certificate written\"", "msg=\"container ready\"", "msg=\"session open\"",
-		"msg=\"session end\"", "cause=\"client ended its stream\"", "msg=\"shutting down\"", "msg=stopped"} {
+		"msg=\"session end\"", "cause=\"client ended its stream\"", "msg=\"shutting down: no new sessions; running ones may finish\"", "msg=stopped"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %s:\n%s", want, out)
 		}
@@ -208,7 +210,9 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// SIGINT and SIGTERM stop the program cleanly, with exit code 0.
+// SIGINT (Ctrl-C) stops the program cleanly with exit code 130 and
+// "gateway: interrupted", as examples/README promises; SIGTERM, the way
+// supervisors stop it, with exit code 0.
 func TestSignals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the program in a subprocess")
@@ -245,8 +249,15 @@ func TestSignals(t *testing.T) {
 			}()
 			select {
 			case err := <-done:
-				if err != nil {
-					t.Fatalf("exit: %v\n%s", err, logs)
+				want := 0
+				if sig == os.Interrupt {
+					want = exitInterrupted
+				}
+				if code := cmd.ProcessState.ExitCode(); code != want {
+					t.Fatalf("exit: %v, want code %d\n%s", err, want, logs)
+				}
+				if sig == os.Interrupt && !strings.Contains(logs.String(), "gateway: interrupted") {
+					t.Errorf("no \"gateway: interrupted\" on Ctrl-C:\n%s", logs)
 				}
 			case <-time.After(10 * time.Second):
 				cmd.Process.Kill()
