@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -84,8 +85,9 @@ func run() int {
 
 	// Handle signals before announcing the address, so a supervisor that
 	// signals as soon as it sees "listening" is heard.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		logger.Error("listen", "err", err)
@@ -96,13 +98,14 @@ func run() int {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
+	var got os.Signal
 	select {
 	case err := <-serveErr:
 		logger.Error("serve", "err", err)
 		return 1
-	case <-ctx.Done():
+	case got = <-sig:
 	}
-	stop() // a second signal kills the process
+	signal.Stop(sig) // a second signal kills the process
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -111,6 +114,17 @@ func run() int {
 	}
 	if err := h.Shutdown(sctx); err != nil {
 		logger.Warn("session shutdown", "err", err)
+	}
+	return exitCode(got, os.Stderr)
+}
+
+// exitCode is the exit code after sig stopped the container: 130 and
+// "container: interrupted" for Ctrl-C (SIGINT), as shells report it; 0
+// for SIGTERM, the way SageMaker and docker stop a container.
+func exitCode(sig os.Signal, stderr io.Writer) int {
+	if sig == os.Interrupt {
+		fmt.Fprintln(stderr, "container: interrupted")
+		return 130
 	}
 	return 0
 }

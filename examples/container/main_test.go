@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"flag"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
@@ -27,5 +33,89 @@ func TestUsage(t *testing.T) {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("-h lacks %q:\n%s", want, help.String())
 		}
+	}
+}
+
+// TestMain runs the program itself when the tests re-execute their binary
+// (see TestSignals).
+func TestMain(m *testing.M) {
+	if os.Getenv("CONTAINER_TEST_MAIN") == "1" {
+		os.Args = []string{"container", "-addr", "127.0.0.1:0"}
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// lockedBuffer collects the program's output for polling.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Ctrl-C (SIGINT) stops the container with exit code 130 and "container:
+// interrupted", as examples/README promises; SIGTERM, the way SageMaker
+// stops containers, with exit code 0.
+func TestSignals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the program in a subprocess")
+	}
+	for _, tc := range []struct {
+		sig  os.Signal
+		code int
+	}{{os.Interrupt, 130}, {syscall.SIGTERM, 0}} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "CONTAINER_TEST_MAIN=1")
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			logs := new(lockedBuffer)
+			listening := make(chan struct{})
+			copied := make(chan struct{})
+			go func() {
+				defer close(copied)
+				sc := bufio.NewScanner(stderr)
+				for sc.Scan() {
+					logs.Write(append(sc.Bytes(), '\n'))
+					if strings.Contains(sc.Text(), "msg=listening") {
+						close(listening)
+					}
+				}
+			}()
+			select {
+			case <-listening:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("the container did not start:\n%s", logs)
+			}
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			<-copied
+			cmd.Wait()
+			if code := cmd.ProcessState.ExitCode(); code != tc.code {
+				t.Fatalf("exit code %d, want %d\n%s", code, tc.code, logs)
+			}
+			if interrupted := strings.Contains(logs.String(), "container: interrupted"); interrupted != (tc.code == 130) {
+				t.Errorf("\"container: interrupted\" shown: %v\n%s", interrupted, logs)
+			}
+		})
 	}
 }
