@@ -35,21 +35,27 @@
 //     service's error types. Rejections are logged.
 //  2. A TargetVariant other than [Options.Variant]: 400
 //     InputValidationError.
-//  3. GET /ping on the container, as SageMaker checks health before it
-//     routes traffic: anything but 200 within HealthTimeout gives 424
-//     ModelError, Message "Model container failed its health check: GET
+//  3. The container's health, as the last scheduled check found it: the
+//     handler sends GET /ping every HealthInterval (5 s by default) on
+//     its own schedule, as SageMaker does, never per session. While the
+//     last check failed (anything but 200 within HealthTimeout), sessions
+//     get the 424 ModelError SageMaker gives when it cannot reach a model,
+//     Message "Failed to establish WebSocket connection", with
+//     OriginalMessage "Model container failed its health check: GET
 //     http://…/ping answered 503 Service Unavailable" (or "… failed:
-//     <network error>"), OriginalStatusCode the status when there was one.
-//     This is the gateway's choice: the service has no per-request
-//     health check, but a 424 is what a client sees from a model that
-//     cannot serve, and the message says what to fix.
+//     <network error>") and OriginalStatusCode the status when there was
+//     one. The log tells when the container becomes unhealthy and healthy
+//     again.
 //  4. The WebSocket handshake on ws://HOST/{ModelInvocationPath}?{ModelQueryString}
 //     (path "invocations-bidirectional-stream" by default; no extension, no
 //     subprotocol): a refusal, a failed connection or a bad handshake
 //     gives 424 ModelError, Message "Failed to establish WebSocket
 //     connection", with OriginalStatusCode and OriginalMessage (the start
 //     of the body) when the container answered with an HTTP status. The
-//     bidi client retries this 424 on its own.
+//     container has DialTimeout to accept, by default SageMaker's limit
+//     of 250 ms (SageMakerAcceptLimit): a slower container gets the same
+//     424, its OriginalMessage and the log naming the limit
+//     ([AcceptTimeoutError]). The bidi client retries this 424 on its own.
 //
 // Then the response is 200 with X-Amzn-Invoked-Production-Variant set to
 // [Options.Variant].
@@ -85,8 +91,17 @@
 // stream ends cleanly (the client reads io.EOF). A container that does not
 // answer within CloseTimeout is dropped, and the stream still ends
 // cleanly. A client that goes away (reset, disconnected, a protocol
-// violation, the gateway closing) gets its WebSocket closed with 1001,
-// reason "client went away".
+// violation) gets its WebSocket closed with 1001, reason "client went
+// away". The gateway's own ends say so instead: a stream that reaches the
+// connection cap (Config.MaxStreamAge, 30 minutes by default, as users
+// report SageMaker's) gives the client an InternalStreamFailure ("The
+// stream reached its maximum duration…", a platform fault: open a new
+// stream) and the container a close 1001 "connection cap reached";
+// [Gateway.Shutdown] lets sessions finish within its grace period, then
+// gives each client still connected an InternalStreamFailure ("The
+// endpoint is shutting down…") and each container a close 1001 "gateway
+// shutting down"; [Gateway.Close] closes the containers' WebSockets with
+// the same reason and cuts the clients' streams.
 //
 // Every other end is reported to the client as a ModelStreamError event
 // whose ErrorCode is the WebSocket close code in decimal and whose
@@ -121,7 +136,7 @@
 //
 // # Limits
 //
-// Nothing waits without bound: the health check, the handshake and the
+// Nothing waits without bound: the health checks, the handshake and the
 // close handshake have timeouts; a silent container is caught by the
 // pings; a frame is bounded by MaxFrameSize (16 MiB, at most 24 MiB, the
 // event-stream payload limit) before its payload is read, and is the only
