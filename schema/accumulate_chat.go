@@ -27,9 +27,7 @@ import (
 // [DONE] included, then call Result; call Reset before the next response
 // of the session. A ChatAccumulator is not safe for concurrent use.
 type ChatAccumulator struct {
-	progress progress[*chatChoice]
-	head     head
-	chunk    ChatCompletionChunk // decoding buffer, reused
+	core core[ChatCompletionChunk, *ChatCompletionChunk, chatChoice, *chatChoice]
 }
 
 type chatChoice struct {
@@ -69,22 +67,13 @@ func (t *toolCall) function() FunctionCall {
 
 // AddEvent adds one event of the stream: a chunk, or the [DONE] marker.
 // It returns the [*ErrorResponse] of an error payload, decoding errors as
-// [Event.Decode] does, and the errors of AddChunk.
+// [framing.Event.Decode] does, and the errors of AddChunk.
 func (a *ChatAccumulator) AddEvent(ev framing.Event) error {
-	if ev.Done {
-		a.progress.done = true
-		return nil
-	}
-	c := &a.chunk
-	if err := decodeChunk(ev, c, &c.Choices, chatChunkFields); err != nil {
+	c, err := a.core.decode(ev)
+	if c == nil {
 		return err
 	}
 	return a.add(c, true)
-}
-
-// chatChunkFields returns the fields that tell a chunk from an error payload.
-func chatChunkFields(c *ChatCompletionChunk) (object, id string, usage *Usage) {
-	return c.Object, c.ID, c.Usage
 }
 
 // AddChunk merges one decoded chunk. It keeps no reference to c. It
@@ -99,11 +88,10 @@ func (a *ChatAccumulator) AddChunk(c *ChatCompletionChunk) error {
 // the next decoding replaces rather than overwrites, so that they need
 // not be copied.
 func (a *ChatAccumulator) add(c *ChatCompletionChunk, owned bool) error {
-	a.head.merge(head{c.ID, c.Created, c.Model, c.ServiceTier, c.SystemFingerprint, c.Usage})
-	failed := -1
+	a.core.begin(c.head())
 	for i := range c.Choices {
 		cc := &c.Choices[i]
-		ch, err := entry(&a.progress.choices, cc.Index, func(i int) *chatChoice { return &chatChoice{ending: ending{index: i}} })
+		ch, err := a.core.choice(cc.Index)
 		if err != nil {
 			return err
 		}
@@ -141,15 +129,9 @@ func (a *ChatAccumulator) add(c *ChatCompletionChunk, owned bool) error {
 			ch.logprobs.Content = append(ch.logprobs.Content, lp.Content...)
 			ch.logprobs.Refusal = append(ch.logprobs.Refusal, lp.Refusal...)
 		}
-		ch.merge(cc.FinishReason, cc.StopReason)
-		if cc.FinishReason == finishError && (failed < 0 || cc.Index < failed) {
-			failed = cc.Index
-		}
+		a.core.endChoice(ch, cc.FinishReason, cc.StopReason)
 	}
-	if failed >= 0 {
-		return choiceError(failed)
-	}
-	return nil
+	return a.core.finish()
 }
 
 // toolIndex returns the index of the tool call that a delta without an
@@ -175,11 +157,11 @@ func (ch *chatChoice) toolIndex(id string, pos int) int {
 }
 
 // Done reports whether the [DONE] marker was added.
-func (a *ChatAccumulator) Done() bool { return a.progress.done }
+func (a *ChatAccumulator) Done() bool { return a.core.done }
 
 // Complete reports whether the response ended: [DONE] was added, or
 // every choice received its finish reason ("error" included).
-func (a *ChatAccumulator) Complete() bool { return a.progress.complete() }
+func (a *ChatAccumulator) Complete() bool { return a.core.complete() }
 
 // Result returns the completion rebuilt so far, choices in index order,
 // with an error if it is not a successful result: a [*GenerationError]
@@ -189,10 +171,10 @@ func (a *ChatAccumulator) Complete() bool { return a.progress.complete() }
 // completion shares no memory with the accumulator: chunks added later
 // do not change it, and changing it does not change later results.
 func (a *ChatAccumulator) Result() (*ChatCompletion, error) {
-	h := &a.head
+	h := &a.core.head
 	out := ChatCompletion{ID: h.id, Object: "chat.completion", Created: h.created, Model: h.model,
 		ServiceTier: h.tier, SystemFingerprint: h.fingerprint, Usage: cloneUsage(h.usage)}
-	sorted := a.progress.sorted()
+	sorted := a.core.sorted()
 	out.Choices = make([]ChatChoice, len(sorted))
 	for i, c := range sorted {
 		ch := &out.Choices[i]
@@ -217,10 +199,28 @@ func (a *ChatAccumulator) Result() (*ChatCompletion, error) {
 			}
 		}
 	}
-	return &out, a.progress.err()
+	return &out, a.core.err()
 }
 
 // Reset forgets the response, ready for the next one.
-func (a *ChatAccumulator) Reset() {
-	*a = ChatAccumulator{chunk: a.chunk}
+func (a *ChatAccumulator) Reset() { a.core.reset() }
+
+// The methods of ChatCompletionChunk as the core's decoding buffer.
+
+func (c *ChatCompletionChunk) clear() {
+	kept := c.Choices[:cap(c.Choices)]
+	clear(kept) // encoding/json does not zero reused elements
+	*c = ChatCompletionChunk{Choices: kept[:0]}
+}
+
+func (c *ChatCompletionChunk) decodeFast(d *chunkDecoder, data []byte) bool {
+	return d.decodeChat(data, c)
+}
+
+func (c *ChatCompletionChunk) head() head {
+	return head{c.ID, c.Created, c.Model, c.ServiceTier, c.SystemFingerprint, c.Usage}
+}
+
+func (c *ChatCompletionChunk) bare() bool {
+	return c.Object == "error" || c.ID == "" && len(c.Choices) == 0 && c.Usage == nil
 }

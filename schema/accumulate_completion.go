@@ -20,10 +20,8 @@ import (
 // [DONE] included, then call Result; call Reset before the next response.
 // A CompletionAccumulator is not safe for concurrent use.
 type CompletionAccumulator struct {
-	progress progress[*textChoice]
-	head     head
-	kv       map[string]any // KVTransferParams
-	chunk    TextCompletion // decoding buffer, reused
+	core core[TextCompletion, *TextCompletion, textChoice, *textChoice]
+	kv   map[string]any // KVTransferParams
 }
 
 type textChoice struct {
@@ -35,22 +33,13 @@ type textChoice struct {
 
 // AddEvent adds one event of the stream: a chunk, or the [DONE] marker.
 // It returns the [*ErrorResponse] of an error payload, decoding errors as
-// [Event.Decode] does, and the errors of AddChunk.
+// [framing.Event.Decode] does, and the errors of AddChunk.
 func (a *CompletionAccumulator) AddEvent(ev framing.Event) error {
-	if ev.Done {
-		a.progress.done = true
-		return nil
-	}
-	c := &a.chunk
-	if err := decodeChunk(ev, c, &c.Choices, textChunkFields); err != nil {
+	c, err := a.core.decode(ev)
+	if c == nil {
 		return err
 	}
 	return a.add(c, true)
-}
-
-// textChunkFields returns the fields that tell a chunk from an error payload.
-func textChunkFields(c *TextCompletion) (object, id string, usage *Usage) {
-	return c.Object, c.ID, c.Usage
 }
 
 // AddChunk merges one decoded chunk. It keeps no reference to c. It
@@ -65,17 +54,16 @@ func (a *CompletionAccumulator) AddChunk(c *TextCompletion) error {
 // the next decoding replaces rather than overwrites, so that they need
 // not be copied.
 func (a *CompletionAccumulator) add(c *TextCompletion, owned bool) error {
-	a.head.merge(head{c.ID, c.Created, c.Model, c.ServiceTier, c.SystemFingerprint, c.Usage})
+	a.core.begin(c.head())
 	if c.KVTransferParams != nil {
 		a.kv = c.KVTransferParams
 		if !owned {
 			a.kv = cloneJSONObject(a.kv)
 		}
 	}
-	failed := -1
 	for i := range c.Choices {
 		cc := &c.Choices[i]
-		ch, err := entry(&a.progress.choices, cc.Index, func(i int) *textChoice { return &textChoice{ending: ending{index: i}} })
+		ch, err := a.core.choice(cc.Index)
 		if err != nil {
 			return err
 		}
@@ -95,23 +83,17 @@ func (a *CompletionAccumulator) add(c *TextCompletion, owned bool) error {
 				ch.prompt = clonePromptLogprobs(ch.prompt)
 			}
 		}
-		ch.merge(cc.FinishReason, cc.StopReason)
-		if cc.FinishReason == finishError && (failed < 0 || cc.Index < failed) {
-			failed = cc.Index
-		}
+		a.core.endChoice(ch, cc.FinishReason, cc.StopReason)
 	}
-	if failed >= 0 {
-		return choiceError(failed)
-	}
-	return nil
+	return a.core.finish()
 }
 
 // Done reports whether the [DONE] marker was added.
-func (a *CompletionAccumulator) Done() bool { return a.progress.done }
+func (a *CompletionAccumulator) Done() bool { return a.core.done }
 
 // Complete reports whether the response ended: [DONE] was added, or
 // every choice received its finish reason ("error" included).
-func (a *CompletionAccumulator) Complete() bool { return a.progress.complete() }
+func (a *CompletionAccumulator) Complete() bool { return a.core.complete() }
 
 // Result returns the completion rebuilt so far, choices in index order,
 // with an error if it is not a successful result: a [*GenerationError]
@@ -121,10 +103,10 @@ func (a *CompletionAccumulator) Complete() bool { return a.progress.complete() }
 // memory with the accumulator: chunks added later do not change it, and
 // changing it does not change later results.
 func (a *CompletionAccumulator) Result() (*TextCompletion, error) {
-	h := &a.head
+	h := &a.core.head
 	out := TextCompletion{ID: h.id, Object: "text_completion", Created: h.created, Model: h.model,
 		ServiceTier: h.tier, SystemFingerprint: h.fingerprint, Usage: cloneUsage(h.usage), KVTransferParams: cloneJSONObject(a.kv)}
-	sorted := a.progress.sorted()
+	sorted := a.core.sorted()
 	out.Choices = make([]TextChoice, len(sorted))
 	for i, c := range sorted {
 		ch := &out.Choices[i]
@@ -135,10 +117,31 @@ func (a *CompletionAccumulator) Result() (*TextCompletion, error) {
 		ch.PromptLogprobs = clonePromptLogprobs(c.prompt)
 		ch.Logprobs = c.logprobs.clone()
 	}
-	return &out, a.progress.err()
+	return &out, a.core.err()
 }
 
 // Reset forgets the response, ready for the next one.
 func (a *CompletionAccumulator) Reset() {
-	*a = CompletionAccumulator{chunk: a.chunk}
+	a.core.reset()
+	a.kv = nil
+}
+
+// The methods of TextCompletion as the core's decoding buffer.
+
+func (c *TextCompletion) clear() {
+	kept := c.Choices[:cap(c.Choices)]
+	clear(kept) // encoding/json does not zero reused elements
+	*c = TextCompletion{Choices: kept[:0]}
+}
+
+func (c *TextCompletion) decodeFast(d *chunkDecoder, data []byte) bool {
+	return d.decodeText(data, c)
+}
+
+func (c *TextCompletion) head() head {
+	return head{c.ID, c.Created, c.Model, c.ServiceTier, c.SystemFingerprint, c.Usage}
+}
+
+func (c *TextCompletion) bare() bool {
+	return c.Object == "error" || c.ID == "" && len(c.Choices) == 0 && c.Usage == nil
 }

@@ -1,0 +1,343 @@
+package schema
+
+import "bytes"
+
+// chunkDecoder decodes the chat and text completion chunks of a stream
+// without encoding/json, for the accumulators. It reads the fields of the
+// chunk types directly with a [jsonReader], and decodes exactly what
+// encoding/json would decode, or gives up (decodeChat and decodeText
+// return false) so that the caller uses encoding/json: on payloads it does
+// not fully understand (log probabilities and tool calls among them, see
+// jsonReader for the rest), nothing changes but the speed.
+//
+// The strings of a chunk are reused from the previous chunk where they
+// repeat (id, object, model, role, finish reason, ...), so that in a
+// stream only the text of each delta is a new string: a chunk costs about
+// one allocation.
+type chunkDecoder struct {
+	r jsonReader
+	// The strings of the previous chunk, by field.
+	id, object, model, tier, fingerprint, role, finish, stop, text recent
+	// Storage for the usage of the chunk being decoded.
+	usage   Usage
+	details PromptTokensDetails
+}
+
+// recent is the last string of a field.
+type recent string
+
+// get returns b as a string: the last one if b is the same.
+func (s *recent) get(b []byte) string {
+	if string(b) != string(*s) {
+		*s = recent(b)
+	}
+	return string(*s)
+}
+
+// The fields of each object the decoders read, for the check that
+// rejects keys that match them only case-insensitively.
+var (
+	headFields      = []string{"id", "object", "created", "model", "choices", "service_tier", "system_fingerprint", "usage"}
+	textHeadFields  = append(headFields[:len(headFields):len(headFields)], "kv_transfer_params")
+	chatChoiceField = []string{"index", "delta", "logprobs", "finish_reason", "stop_reason"}
+	textChoiceField = []string{"index", "text", "logprobs", "finish_reason", "stop_reason", "prompt_logprobs"}
+	deltaFields     = []string{"role", "content", "reasoning_content", "refusal", "function_call", "tool_calls"}
+	usageFields     = []string{"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details"}
+	detailsFields   = []string{"cached_tokens"}
+)
+
+// fields tracks the members of one object: it fails the reader on a
+// duplicate known key (encoding/json would merge, or overwrite, the two
+// values) and on an unknown key that encoding/json would match to a field
+// case-insensitively, and skips the values of other unknown keys.
+type fields struct {
+	r    *jsonReader
+	seen uint64
+}
+
+// first reports whether the known field n (its index in its list) is met
+// for the first time, failing otherwise.
+func (f *fields) first(n int) bool {
+	if f.seen&(1<<n) != 0 {
+		f.r.fail()
+		return false
+	}
+	f.seen |= 1 << n
+	return true
+}
+
+// unknown handles a key that is none of names.
+func (f *fields) unknown(key []byte, names []string) {
+	for _, n := range names {
+		if bytes.EqualFold(key, []byte(n)) {
+			f.r.fail()
+			return
+		}
+	}
+	f.r.skip()
+}
+
+// decodeChat decodes data into c, which must be empty, and reports whether
+// it could.
+func (d *chunkDecoder) decodeChat(data []byte, c *ChatCompletionChunk) bool {
+	r := &d.r
+	r.reset(data)
+	f := fields{r: r}
+	r.object(func(key []byte) {
+		if d.head(key, &f, &c.ID, &c.Object, &c.Created, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Usage) {
+			return
+		}
+		if string(key) == "choices" {
+			if f.first(4) {
+				if c.Choices == nil && r.ws() == '[' {
+					c.Choices = []ChatChunkChoice{} // [] decodes as empty, not nil
+				}
+				r.array(func() {
+					c.Choices = append(c.Choices, ChatChunkChoice{})
+					d.chatChoice(&c.Choices[len(c.Choices)-1])
+				})
+			}
+			return
+		}
+		f.unknown(key, headFields)
+	})
+	return r.end()
+}
+
+// decodeText decodes data into c, which must be empty, and reports whether
+// it could.
+func (d *chunkDecoder) decodeText(data []byte, c *TextCompletion) bool {
+	r := &d.r
+	r.reset(data)
+	f := fields{r: r}
+	r.object(func(key []byte) {
+		if d.head(key, &f, &c.ID, &c.Object, &c.Created, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Usage) {
+			return
+		}
+		switch string(key) {
+		case "choices":
+			if f.first(4) {
+				if c.Choices == nil && r.ws() == '[' {
+					c.Choices = []TextChoice{} // [] decodes as empty, not nil
+				}
+				r.array(func() {
+					c.Choices = append(c.Choices, TextChoice{})
+					d.textChoice(&c.Choices[len(c.Choices)-1])
+				})
+			}
+		case "kv_transfer_params":
+			if f.first(8) && !r.null() {
+				r.fail()
+			}
+		default:
+			f.unknown(key, textHeadFields)
+		}
+	})
+	return r.end()
+}
+
+// head reads the member key if it is one of the fields that chat and text
+// chunks share (other than choices), and reports whether it was.
+func (d *chunkDecoder) head(key []byte, f *fields, id, object *string, created *int64, model, tier, fingerprint *string, usage **Usage) bool {
+	r := f.r
+	switch string(key) {
+	case "id":
+		if f.first(0) {
+			*id = d.id.get(r.str())
+		}
+	case "object":
+		if f.first(1) {
+			*object = d.object.get(r.str())
+		}
+	case "created":
+		if f.first(2) {
+			*created = r.integer()
+		}
+	case "model":
+		if f.first(3) {
+			*model = d.model.get(r.str())
+		}
+	case "service_tier":
+		if f.first(5) {
+			*tier = d.tier.get(r.str())
+		}
+	case "system_fingerprint":
+		if f.first(6) {
+			*fingerprint = d.fingerprint.get(r.str())
+		}
+	case "usage":
+		if f.first(7) {
+			*usage = d.readUsage()
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// readUsage reads a usage object into the decoder's storage; null reads
+// as nil.
+func (d *chunkDecoder) readUsage() *Usage {
+	r := &d.r
+	if r.null() {
+		return nil
+	}
+	d.usage = Usage{}
+	f := fields{r: r}
+	r.object(func(key []byte) {
+		u := &d.usage
+		switch string(key) {
+		case "prompt_tokens":
+			if f.first(0) {
+				u.PromptTokens = int(r.integer())
+			}
+		case "completion_tokens":
+			if f.first(1) {
+				u.CompletionTokens = int(r.integer())
+			}
+		case "total_tokens":
+			if f.first(2) {
+				u.TotalTokens = int(r.integer())
+			}
+		case "prompt_tokens_details":
+			if f.first(3) && !r.null() {
+				d.details = PromptTokensDetails{}
+				u.PromptTokensDetails = &d.details
+				g := fields{r: r}
+				r.object(func(key []byte) {
+					if string(key) == "cached_tokens" {
+						if g.first(0) {
+							d.details.CachedTokens = int(r.integer())
+						}
+						return
+					}
+					g.unknown(key, detailsFields)
+				})
+			}
+		default:
+			f.unknown(key, usageFields)
+		}
+	})
+	return &d.usage
+}
+
+// chatChoice reads one choice of a chat chunk into ch, which is empty.
+func (d *chunkDecoder) chatChoice(ch *ChatChunkChoice) {
+	r := &d.r
+	f := fields{r: r}
+	r.object(func(key []byte) {
+		switch string(key) {
+		case "index":
+			if f.first(0) {
+				ch.Index = int(r.integer())
+			}
+		case "delta":
+			if f.first(1) {
+				d.delta(&ch.Delta)
+			}
+		case "logprobs":
+			if f.first(2) && !r.null() {
+				r.fail()
+			}
+		case "finish_reason":
+			if f.first(3) {
+				ch.FinishReason = d.finish.get(r.str())
+			}
+		case "stop_reason":
+			if f.first(4) {
+				ch.StopReason = d.stopReason()
+			}
+		default:
+			f.unknown(key, chatChoiceField)
+		}
+	})
+}
+
+// delta reads the delta of a chat choice into dl, which is empty.
+func (d *chunkDecoder) delta(dl *ChatDelta) {
+	r := &d.r
+	f := fields{r: r}
+	r.object(func(key []byte) {
+		switch string(key) {
+		case "role":
+			if f.first(0) {
+				dl.Role = d.role.get(r.str())
+			}
+		case "content":
+			if f.first(1) {
+				dl.Content = d.text.get(r.str())
+			}
+		case "reasoning_content":
+			if f.first(2) {
+				dl.ReasoningContent = d.text.get(r.str())
+			}
+		case "refusal":
+			if f.first(3) {
+				dl.Refusal = d.text.get(r.str())
+			}
+		case "function_call":
+			if f.first(4) && !r.null() {
+				r.fail()
+			}
+		case "tool_calls":
+			if f.first(5) {
+				if r.ws() == '[' {
+					dl.ToolCalls = []ToolCallDelta{} // [] decodes as empty, not nil
+				}
+				r.array(r.fail)
+			}
+		default:
+			f.unknown(key, deltaFields)
+		}
+	})
+}
+
+// textChoice reads one choice of a text chunk into ch, which is empty.
+func (d *chunkDecoder) textChoice(ch *TextChoice) {
+	r := &d.r
+	f := fields{r: r}
+	r.object(func(key []byte) {
+		switch string(key) {
+		case "index":
+			if f.first(0) {
+				ch.Index = int(r.integer())
+			}
+		case "text":
+			if f.first(1) {
+				ch.Text = d.text.get(r.str())
+			}
+		case "logprobs":
+			if f.first(2) && !r.null() {
+				r.fail()
+			}
+		case "finish_reason":
+			if f.first(3) {
+				ch.FinishReason = d.finish.get(r.str())
+			}
+		case "stop_reason":
+			if f.first(4) {
+				ch.StopReason = d.stopReason()
+			}
+		case "prompt_logprobs":
+			if f.first(5) && !r.null() {
+				r.fail()
+			}
+		default:
+			f.unknown(key, textChoiceField)
+		}
+	})
+}
+
+// stopReason reads a [StringOrNumber]: a string, a number kept as its
+// literal text, or null.
+func (d *chunkDecoder) stopReason() StringOrNumber {
+	r := &d.r
+	switch c := r.ws(); {
+	case c == '"' || c == 'n':
+		return StringOrNumber(d.stop.get(r.str()))
+	case c == '-' || '0' <= c && c <= '9':
+		return StringOrNumber(d.stop.get(r.number()))
+	}
+	r.fail()
+	return ""
+}
