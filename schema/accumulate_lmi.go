@@ -27,7 +27,7 @@ type LMIAccumulator struct {
 // AddEvent adds one event of the stream: a token line, or a [DONE] marker
 // if the server sends one. It returns the [*GenerationError] of a line
 // reporting that generation failed, the [*ErrorResponse] of an error
-// payload, and decoding errors as [Event.Decode] does.
+// payload, and decoding errors as [framing.Event.Decode] does.
 func (a *LMIAccumulator) AddEvent(ev framing.Event) error {
 	if ev.Done {
 		a.done = true

@@ -61,7 +61,7 @@ type kindProbe struct {
 	Message       json.RawMessage `json:"message"`
 }
 
-// DetectKind tells what one payload (an [Event]'s data) is, for callers
+// DetectKind tells what one payload (a [framing.Event]'s data) is, for callers
 // that do not know what the endpoint runs. It looks at the "object" field
 // first, then at which members are present; it never fails, returning
 // KindUnknown for anything it does not recognise, including invalid JSON.
