@@ -1,6 +1,6 @@
 module github.com/sagemaker-bidi/sagemaker-bidi
 
-go 1.24.0
+go 1.26.0
 
 require (
 	github.com/aws/aws-sdk-go-v2 v1.47.7
@@ -10,6 +10,7 @@ require (
 	github.com/aws/smithy-go v1.28.8
 	github.com/coder/websocket v1.8.15
 	github.com/openai/openai-go v1.12.0
+	golang.org/x/net v0.62.0
 )
 
 require (
@@ -28,4 +29,5 @@ require (
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
+	golang.org/x/text v0.43.0 // indirect
 )

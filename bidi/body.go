@@ -221,6 +221,10 @@ func (p *sendPipe) end() {
 
 func (p *sendPipe) wake() {
 	if p.body != nil {
+		if p.body.ready != nil {
+			p.body.ready()
+			return
+		}
 		select {
 		case p.body.wakeCh <- struct{}{}:
 		default:
@@ -232,7 +236,8 @@ func (p *sendPipe) wake() {
 type reqBody struct {
 	p      *sendPipe
 	signer *eventstream.Signer
-	wakeCh chan struct{} // cap 1
+	ready  func()        // the engine's callback (see Bind); guarded by p.mu
+	wakeCh chan struct{} // cap 1; for net/http's blocking Read
 	dead   chan struct{} // closed by kill
 	killed bool          // guarded by p.mu
 
@@ -262,10 +267,10 @@ func (b *reqBody) Close() error {
 	return nil
 }
 
-// Read gives the transport the next envelopes: every queued part that
-// fits in dst, signed, or the rest of one that did not fit; after
-// CloseSend, the end frame and io.EOF. It blocks until there is something
-// to read or the body is ended.
+// Read gives net/http's transport (Options.HTTPClient) the next
+// envelopes: every queued part that fits in dst, signed, or the rest of
+// one that did not fit; after CloseSend, the end frame and io.EOF. It
+// blocks until there is something to read or the body is ended.
 func (b *reqBody) Read(dst []byte) (int, error) {
 	if len(dst) == 0 {
 		return 0, nil
@@ -273,38 +278,9 @@ func (b *reqBody) Read(dst []byte) (int, error) {
 	p := b.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.markDispatchedLocked()
 	for {
-		switch {
-		case b.killed:
-			return 0, errBodyDone
-		case p.err != nil:
-			return 0, p.err
-		case len(b.rest) > 0:
-			n := copy(dst, b.rest)
-			b.rest = b.rest[n:]
-			if len(b.rest) > 0 {
-				return n, nil
-			}
-			if b.restPart {
-				p.sent++
-				p.taken()
-				return n, nil
-			}
-			return n, io.EOF // the end frame
-		case b.endSent:
-			return 0, io.EOF
-		case p.sent < len(p.ends):
-			return b.readParts(dst)
-		case p.ended:
-			b.endSent = true
-			if len(dst) >= envelopeOverhead {
-				return len(b.signer.AppendEnd(dst[:0])), io.EOF
-			}
-			b.env = b.signer.AppendEnd(b.env[:0])
-			n := copy(dst, b.env)
-			b.rest, b.restPart = b.env[n:], false
-			return n, nil
+		if n, err, ok := b.readLocked(dst); ok {
+			return n, err
 		}
 		wake, dead := b.wakeCh, b.dead
 		p.mu.Unlock()
@@ -321,6 +297,80 @@ func (b *reqBody) Read(dst []byte) (int, error) {
 		p.mu.Lock()
 	}
 }
+
+// Bind implements the engine's pull interface: ready is called whenever
+// parts or the end frame are queued.
+func (b *reqBody) Bind(ready func()) {
+	b.p.mu.Lock()
+	b.ready = ready
+	b.p.mu.Unlock()
+}
+
+// ReadNow is Read for the engine's writer: it never blocks, and returns 0,
+// nil when nothing is queued.
+func (b *reqBody) ReadNow(dst []byte) (int, error) {
+	if len(dst) == 0 {
+		return 0, nil
+	}
+	p := b.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, err, _ := b.readLocked(dst)
+	return n, err
+}
+
+// readLocked is one step of Read: ok is false when there is nothing to
+// read yet. p.mu is held.
+func (b *reqBody) readLocked(dst []byte) (n int, err error, ok bool) {
+	p := b.p
+	p.markDispatchedLocked()
+	switch {
+	case b.killed:
+		return 0, errBodyDone, true
+	case p.err != nil:
+		return 0, p.err, true
+	case len(b.rest) > 0:
+		n := copy(dst, b.rest)
+		b.rest = b.rest[n:]
+		if len(b.rest) > 0 {
+			return n, nil, true
+		}
+		b.releaseEnv()
+		if b.restPart {
+			p.sent++
+			p.taken()
+			return n, nil, true
+		}
+		return n, io.EOF, true // the end frame
+	case b.endSent:
+		return 0, io.EOF, true
+	case p.sent < len(p.ends):
+		n, err := b.readParts(dst)
+		return n, err, true
+	case p.ended:
+		b.endSent = true
+		if len(dst) >= envelopeOverhead {
+			return len(b.signer.AppendEnd(dst[:0])), io.EOF, true
+		}
+		b.env = b.signer.AppendEnd(b.env[:0])
+		n := copy(dst, b.env)
+		b.rest, b.restPart = b.env[n:], false
+		return n, nil, true
+	}
+	return 0, nil, false
+}
+
+// releaseEnv drops a large envelope buffer once its bytes are read, so
+// that an idle session does not keep the largest part it ever sent.
+func (b *reqBody) releaseEnv() {
+	if cap(b.env) > keepEnvelopeBytes {
+		b.env = nil
+	}
+}
+
+// keepEnvelopeBytes is the largest envelope buffer a body keeps between
+// parts.
+const keepEnvelopeBytes = 4 << 10
 
 // readParts signs queued parts into dst, as many as fit; a first part
 // that does not fit is signed into b.env and copied in pieces. p.mu is

@@ -2,22 +2,28 @@ package bidi
 
 import (
 	"context"
-	"crypto/tls"
 	"net/http"
 	"net/url"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 )
 
 // Client opens bidirectional streaming sessions with SageMaker endpoints.
-// A Client is safe for concurrent use by multiple goroutines; its sessions
-// share its HTTP client, hence its HTTP/2 connections (more connections
-// are opened when a server's concurrent-stream limit is reached).
+// A Client is safe for concurrent use by multiple goroutines. Its sessions
+// share its HTTP/2 engine: a pool of connections per endpoint, each
+// carrying up to Options.MaxStreamsPerConnection sessions (and never more
+// than the server allows). When every connection is full, new sessions
+// wait for the one connection being dialed rather than dialing their own.
+// Connections without sessions close after Options.IdleConnTimeout, or at
+// once with [Client.CloseIdleConnections].
 type Client struct {
 	options   Options
-	http      *http.Client
+	engine    *transport.Transport // nil when Options.HTTPClient is set
+	http      *http.Client         // Options.HTTPClient, the escape hatch
 	signer    *v4.Signer
 	endpoint  *url.URL // resolved service endpoint; nil when err is set
 	err       error    // configuration error, returned by Open
@@ -57,15 +63,21 @@ func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
 		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 		c.http = &hc
 	} else {
-		c.http = NewHTTPClient(func(t *HTTPClientOptions) {
-			t.HealthCheckInterval = o.HealthCheckInterval
-			t.HealthCheckTimeout = o.HealthCheckTimeout
-			if o.rootCAs != nil {
-				t.TLSConfig = &tls.Config{RootCAs: o.rootCAs}
-			}
-		})
+		c.engine = transport.New(o.engineConfig())
 	}
 	return c
+}
+
+// CloseIdleConnections closes the client's connections that carry no
+// session, at once. Sessions still open are not affected. (Idle
+// connections also close by themselves after Options.IdleConnTimeout.)
+func (c *Client) CloseIdleConnections() {
+	switch {
+	case c.engine != nil:
+		c.engine.CloseIdleConnections()
+	case c.http != nil:
+		c.http.CloseIdleConnections()
+	}
 }
 
 // Options returns a copy of the client's resolved options, defaults
@@ -96,6 +108,9 @@ func (c *Client) Options() Options { return c.options.Copy() }
 // The session must be closed with [Session.Close] (or by cancelling ctx)
 // to release its resources.
 func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
+	if c == nil || (c.engine == nil && c.http == nil && c.err == nil) {
+		return nil, ErrZeroClient
+	}
 	if in == nil {
 		return nil, &InputValidationError{Field: "OpenInput", Message: "input is nil"}
 	}

@@ -47,10 +47,11 @@ type (
 //   - Region, Logger, ClientLogMode, AppID, RetryMaxAttempts from cfg;
 //   - Credentials from cfg (wrapped in aws.CredentialsCache after optFns
 //     unless already one);
-//   - HTTPClient only if cfg.HTTPClient is an *http.Client (the config
-//     package's default BuildableClient is not used: this package builds an
-//     HTTP/2 client with health checks instead, trusting the
-//     BuildableClient's custom CA bundle, e.g. AWS_CA_BUNDLE, if any);
+//   - from cfg.HTTPClient (an *http.Client or the config package's
+//     BuildableClient) only its transport's trusted roots (the custom CA
+//     bundle, e.g. AWS_CA_BUNDLE) and proxy function, for the client's own
+//     HTTP/2 engine; never the client itself, whose whole-request Timeout
+//     would cut streams (Options.HTTPClient is the explicit escape hatch);
 //   - BaseEndpoint from cfg.BaseEndpoint, overridden by the
 //     service-specific endpoint from cfg.ConfigSources, except that a set
 //     AWS_ENDPOINT_URL without AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2
@@ -69,15 +70,23 @@ func resolveOptions(cfg aws.Config, optFns ...func(*Options)) Options {
 		AppID:            cfg.AppID,
 		RetryMaxAttempts: cfg.RetryMaxAttempts,
 	}
+	// An HTTP client in cfg is shared with other AWS clients, often with a
+	// whole-request Timeout that would cut every stream: it only lends the
+	// engine the roots it trusts and its proxy.
+	var tr *http.Transport
 	switch hc := cfg.HTTPClient.(type) {
 	case *http.Client:
-		o.HTTPClient = hc
+		tr, _ = hc.Transport.(*http.Transport)
 	case interface{ GetTransport() *http.Transport }:
-		// The config package's BuildableClient: keep its custom CA
-		// bundle for the HTTP/2 client built here.
-		if t := hc.GetTransport(); t != nil && t.TLSClientConfig != nil {
-			o.rootCAs = t.TLSClientConfig.RootCAs
+		// The config package's BuildableClient, with the custom CA
+		// bundle (AWS_CA_BUNDLE, ca_bundle) if any.
+		tr = hc.GetTransport()
+	}
+	if tr != nil {
+		if tr.TLSClientConfig != nil {
+			o.rootCAs = tr.TLSClientConfig.RootCAs
 		}
+		o.cfgProxy = tr.Proxy
 	}
 	ctx := context.Background()
 	resolveBaseEndpoint(ctx, cfg, &o)

@@ -2,8 +2,11 @@ package bidi
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -157,7 +160,15 @@ func TestResolveOptionsFIPSDualStack(t *testing.T) {
 
 func TestResolveOptionsFromConfigFields(t *testing.T) {
 	clearEndpointEnv(t)
-	hc := &http.Client{}
+	roots := x509.NewCertPool()
+	proxyURL, _ := url.Parse("http://proxy.invalid:3128")
+	hc := &http.Client{
+		Timeout: time.Second, // must not reach streams
+		Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: roots},
+			Proxy:           http.ProxyURL(proxyURL),
+		},
+	}
 	logger := logging.Nop{}
 	creds := credentials.NewStaticCredentialsProvider("AKID", "SECRET", "TOKEN")
 	var serviceSeen string
@@ -183,8 +194,21 @@ func TestResolveOptionsFromConfigFields(t *testing.T) {
 	if serviceSeen != ServiceID {
 		t.Errorf("ServiceOptions saw %q", serviceSeen)
 	}
-	if o.Region != "eu-west-1" || o.HTTPClient != hc || o.ClientLogMode != aws.LogRetries || o.AppID != "my-app" || o.RetryMaxAttempts != 7 {
+	if o.Region != "eu-west-1" || o.ClientLogMode != aws.LogRetries || o.AppID != "my-app" || o.RetryMaxAttempts != 7 {
 		t.Errorf("fields not taken from cfg: %+v", o)
+	}
+	// The shared HTTP client (with its whole-request Timeout) does not take
+	// the client off its engine; its roots and proxy are lent to it.
+	if o.HTTPClient != nil {
+		t.Errorf("HTTPClient = %p, want nil: cfg's client must not replace the engine", o.HTTPClient)
+	}
+	if o.rootCAs != roots {
+		t.Error("the roots of cfg's HTTP client were not taken")
+	}
+	if o.cfgProxy == nil {
+		t.Error("the proxy of cfg's HTTP client was not taken")
+	} else if u, err := o.engineConfig().Proxy(&http.Request{URL: &url.URL{Scheme: "https", Host: "h:1"}}); err != nil || u.String() != proxyURL.String() {
+		t.Errorf("engine proxy = %v, %v; want %v", u, err, proxyURL)
 	}
 	if o.MaxPartSize != 1234 || o.ReplayLimit != 100 {
 		t.Errorf("ServiceOptions then optFns: MaxPartSize=%d ReplayLimit=%d", o.MaxPartSize, o.ReplayLimit)

@@ -3,6 +3,7 @@ package bidi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -33,6 +34,10 @@ var (
 	// ErrDeadPeer reports that the connection failed its HTTP/2 PING health
 	// check (see Options.HealthCheckInterval).
 	ErrDeadPeer = errors.New("bidi: peer did not answer health check")
+
+	// ErrZeroClient is returned by Open on a Client that was not built by
+	// NewFromConfig (a zero bidi.Client{} or a nil *Client).
+	ErrZeroClient = errors.New("bidi: Client not built by NewFromConfig")
 
 	// ErrNoCredentials reports that no credentials provider is configured.
 	ErrNoCredentials = errors.New("bidi: no credentials configured")
@@ -652,3 +657,24 @@ func parseErrorBody(body []byte) (errorBody, error) {
 	}
 	return out, nil
 }
+
+// StreamRefusedError is the error of a session whose stream the server
+// refused every time it was asked, without processing it: REFUSED_STREAM,
+// a GOAWAY that excluded it, or a server that allowed no concurrent
+// streams. The session asks again, with jittered backoff, a bounded number
+// of times (regardless of Options.RetryMaxAttempts, since a refused stream
+// is always safe to send again) before it fails with this error.
+type StreamRefusedError struct {
+	// Attempts is the number of refused attempts.
+	Attempts int
+	// Err is the last refusal.
+	Err error
+}
+
+// Error describes the refusals.
+func (e *StreamRefusedError) Error() string {
+	return fmt.Sprintf("bidi: the server refused the stream %d times: %v", e.Attempts, e.Err)
+}
+
+// Unwrap returns the last refusal.
+func (e *StreamRefusedError) Unwrap() error { return e.Err }

@@ -1,15 +1,20 @@
 package bidi
 
 import (
+	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 )
 
 // Defaults and limits for [Options].
@@ -53,6 +58,18 @@ const (
 	// DefaultHealthCheckTimeout is the default time to wait for the PING
 	// acknowledgement before the connection is declared dead.
 	DefaultHealthCheckTimeout = 10 * time.Second
+
+	// DefaultMaxStreamsPerConnection is the default cap of sessions on one
+	// HTTP/2 connection, below the server's own limit (SageMaker's is not
+	// documented; biditest's default is 250).
+	DefaultMaxStreamsPerConnection = transport.DefaultMaxStreamsPerConn
+
+	// DefaultIdleConnTimeout is the default time after which a connection
+	// without sessions is closed.
+	DefaultIdleConnTimeout = transport.DefaultIdleTimeout
+
+	// DefaultDialTimeout is the default bound on establishing a connection.
+	DefaultDialTimeout = transport.DefaultDialTimeout
 )
 
 // Options configures a Client. Build it with [NewFromConfig] and adjust it
@@ -75,12 +92,52 @@ type Options struct {
 	// shared config file's sagemaker_runtime_http2 services section).
 	BaseEndpoint *string
 
-	// HTTPClient sends the request. It is used as given and must speak
-	// HTTP/2 to the endpoint (for TLS, negotiate "h2" through ALPN);
-	// otherwise Open fails with ErrNotHTTP2. Nil means a client built for
-	// this package, with HTTP/2 health checks per HealthCheckInterval. When
-	// you supply one, configure its health checks yourself.
+	// HTTPClient, if set, takes the client off its own HTTP/2 engine and
+	// sends every request through net/http instead: an escape hatch for
+	// environments that must route traffic through a custom RoundTripper.
+	// It is used as given and must speak HTTP/2 to the endpoint (otherwise
+	// Open fails with ErrNotHTTP2); none of the engine's guarantees (a
+	// bounded pool, waiting instead of dialing, bounded refusals, per-session
+	// memory, MaxStreamsPerConnection, the health-check options) apply.
+	// Nil, the default, means the engine. NewFromConfig never sets it: an
+	// *http.Client in aws.Config only lends the engine its trusted roots
+	// (TLSClientConfig.RootCAs) and its proxy function.
 	HTTPClient *http.Client
+
+	// TLSConfig is the TLS configuration of the engine's connections,
+	// cloned; nil means the system roots (or the aws.Config's CA bundle).
+	// Only "h2" is offered through ALPN. When it has no RootCAs, the CA
+	// bundle of the aws.Config (AWS_CA_BUNDLE, ca_bundle,
+	// config.WithCustomCABundle) is trusted.
+	TLSConfig *tls.Config
+
+	// DialContext dials the engine's TCP connections. Nil means a
+	// net.Dialer with TCP keep-alives; dials, TLS handshakes and the
+	// server's first SETTINGS are bounded by DialTimeout.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// DialTimeout bounds establishing a connection (TCP, proxy tunnel, TLS,
+	// HTTP/2 SETTINGS). 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+
+	// Proxy returns the HTTPS proxy for a request, as http.Transport.Proxy
+	// does; the engine tunnels through it with CONNECT. Nil means the
+	// proxy function of the aws.Config's HTTP client, if any, else
+	// http.ProxyFromEnvironment (HTTPS_PROXY, NO_PROXY).
+	Proxy func(*http.Request) (*url.URL, error)
+
+	// MaxStreamsPerConnection caps the sessions that share one HTTP/2
+	// connection (the server's own SETTINGS_MAX_CONCURRENT_STREAMS is
+	// respected too, whichever is lower). Sessions beyond a full pool wait
+	// for the one connection being dialed instead of dialing their own. 0
+	// means DefaultMaxStreamsPerConnection; 1 gives every session its own
+	// connection.
+	MaxStreamsPerConnection int
+
+	// IdleConnTimeout closes a connection that has carried no session for
+	// that long. 0 means DefaultIdleConnTimeout; negative keeps idle
+	// connections until Client.CloseIdleConnections.
+	IdleConnTimeout time.Duration
 
 	// Credentials signs requests. NewFromConfig takes aws.Config's
 	// provider; any provider that is not already an aws.CredentialsCache
@@ -171,8 +228,14 @@ type Options struct {
 
 	// rootCAs are the certificate authorities of a custom CA bundle
 	// (AWS_CA_BUNDLE, ca_bundle) found in the aws.Config's HTTP client,
-	// trusted by the HTTP client this package builds.
+	// trusted by the engine unless TLSConfig has RootCAs of its own.
 	rootCAs *x509.CertPool
+
+	// cfgProxy is the proxy function of the aws.Config's HTTP client.
+	cfgProxy func(*http.Request) (*url.URL, error)
+
+	// engineHooks lets tests observe the engine (dials).
+	engineHooks *transport.Hooks
 }
 
 // Copy returns a copy of o that shares no pointers the Client might
@@ -224,6 +287,50 @@ func (o *Options) setDefaults() {
 	if o.HealthCheckTimeout == 0 {
 		o.HealthCheckTimeout = DefaultHealthCheckTimeout
 	}
+	if o.MaxStreamsPerConnection == 0 {
+		o.MaxStreamsPerConnection = DefaultMaxStreamsPerConnection
+	}
+	if o.IdleConnTimeout == 0 {
+		o.IdleConnTimeout = DefaultIdleConnTimeout
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = DefaultDialTimeout
+	}
+}
+
+// engineConfig returns the configuration of the client's HTTP/2 engine.
+func (o *Options) engineConfig() transport.Config {
+	var tlsConfig *tls.Config
+	if o.TLSConfig != nil {
+		tlsConfig = o.TLSConfig.Clone()
+	}
+	if o.rootCAs != nil && (tlsConfig == nil || tlsConfig.RootCAs == nil) {
+		if tlsConfig == nil {
+			tlsConfig = &tls.Config{}
+		}
+		tlsConfig.RootCAs = o.rootCAs
+	}
+	proxy := o.Proxy
+	if proxy == nil {
+		proxy = o.cfgProxy
+	}
+	if proxy == nil {
+		proxy = http.ProxyFromEnvironment
+	}
+	c := transport.Config{
+		TLSConfig:         tlsConfig,
+		Proxy:             proxy,
+		DialContext:       o.DialContext,
+		DialTimeout:       o.DialTimeout,
+		MaxStreamsPerConn: o.MaxStreamsPerConnection,
+		IdleTimeout:       o.IdleConnTimeout,
+		PingTimeout:       o.HealthCheckTimeout,
+		Hooks:             o.engineHooks,
+	}
+	if o.HealthCheckInterval > 0 {
+		c.PingInterval = o.HealthCheckInterval
+	}
+	return c
 }
 
 // cacheCredentials wraps p in an aws.CredentialsCache unless it is nil,
@@ -248,6 +355,10 @@ func (o *Options) validate() error {
 		return fmt.Errorf("bidi: Options.RetryMaxAttempts %d is negative", o.RetryMaxAttempts)
 	case o.RetryMaxBackoff < 0:
 		return fmt.Errorf("bidi: Options.RetryMaxBackoff %v is negative", o.RetryMaxBackoff)
+	case o.MaxStreamsPerConnection < 0:
+		return fmt.Errorf("bidi: Options.MaxStreamsPerConnection %d is negative", o.MaxStreamsPerConnection)
+	case o.DialTimeout < 0:
+		return fmt.Errorf("bidi: Options.DialTimeout %v is negative", o.DialTimeout)
 	case o.HealthCheckTimeout < 0:
 		return fmt.Errorf("bidi: Options.HealthCheckTimeout %v is negative", o.HealthCheckTimeout)
 	case o.Credentials == nil:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
@@ -408,6 +409,12 @@ func (s *Session) decodeError(err error) error {
 func classifyTransportError(err error) error {
 	if err == nil {
 		return nil
+	}
+	switch {
+	case errors.Is(err, transport.ErrDeadPeer):
+		return fmt.Errorf("%w: %w", ErrDeadPeer, err)
+	case errors.Is(err, transport.ErrNotHTTP2):
+		return fmt.Errorf("%w: %w", ErrNotHTTP2, err)
 	}
 	msg := err.Error()
 	switch {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
 
@@ -120,6 +121,10 @@ type Session struct {
 	recvErr    error // sticky terminal receive error
 	midMessage bool  // the last part received was PARTIAL
 	maxMessage int
+
+	// refusals counts the attempts the server refused; owned by the run
+	// goroutine.
+	refusals int
 }
 
 // recvQueueItems and recvQueueBytes bound the messages the session reads
@@ -251,6 +256,7 @@ func (s *Session) abort(err error) {
 type attempt struct {
 	n      int
 	req    *http.Request
+	body   *reqBody
 	cancel context.CancelFunc
 }
 
@@ -290,7 +296,7 @@ func (s *Session) newAttempt(n int) (*attempt, error) {
 		}
 		return b, nil
 	}
-	return &attempt{n: n, req: req, cancel: cancel}, nil
+	return &attempt{n: n, req: req, body: body, cancel: cancel}, nil
 }
 
 // errCannotReplay is returned to the transport when it wants to resend a
@@ -303,10 +309,25 @@ var errCannotReplay = errors.New("bidi: cannot resend the request: more than Rep
 func (s *Session) run(a *attempt) {
 	defer func() { a.cancel() }()
 	for {
-		resp, err := s.c.http.Do(a.req)
+		resp, err := s.c.roundTrip(a)
 		if err != nil {
-			s.fail(s.transportError(err))
-			return
+			if !s.retryRefused(err) {
+				s.fail(s.refusalError(s.transportError(err)))
+				return
+			}
+			s.pipe.detach()
+			a.cancel()
+			if !sleepCtx(s.ctx, backoff(s.refusals, s.opts.RetryMaxBackoff)) {
+				s.fail(s.sessionErr())
+				return
+			}
+			next, err := s.newAttempt(a.n + 1)
+			if err != nil {
+				s.fail(err)
+				return
+			}
+			a = next
+			continue
 		}
 		if resp.ProtoMajor != 2 {
 			resp.Body.Close()
@@ -343,6 +364,36 @@ func (s *Session) run(a *attempt) {
 		s.readLoop(resp.Body, s.pipe.current())
 		return
 	}
+}
+
+// maxRefusals bounds how many times a session asks again for a stream
+// the server did not process (REFUSED_STREAM, a GOAWAY that excludes it, a
+// server that allows no streams) before Open's session fails with a
+// [*StreamRefusedError]. Refusals are not counted against
+// Options.RetryMaxAttempts: a refused stream is always safe to send again.
+const maxRefusals = 5
+
+// retryRefused reports whether the attempt that failed with err was
+// refused by the server and may be sent again; it counts the refusal.
+func (s *Session) retryRefused(err error) bool {
+	if !errors.Is(err, transport.ErrRefused) || s.ctx.Err() != nil {
+		return false
+	}
+	if s.refusals+1 >= maxRefusals || !s.pipe.canReplay() {
+		s.refusals++
+		return false
+	}
+	s.refusals++
+	s.logf(logging.Debug, "bidi: stream to endpoint %q refused by the server (%d); trying again", s.input.EndpointName, s.refusals)
+	return true
+}
+
+// refusalError wraps the error of a refused stream that is not retried.
+func (s *Session) refusalError(err error) error {
+	if s.refusals == 0 || !errors.Is(err, transport.ErrRefused) {
+		return err
+	}
+	return &StreamRefusedError{Attempts: s.refusals, Err: err}
 }
 
 // retry reports whether a failed attempt a may be retried after err, and

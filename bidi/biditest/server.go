@@ -162,7 +162,7 @@ type Server struct {
 	gens       []*generation // every generation, the current one last
 	conns      map[*trackedConn]struct{}
 	streams    []*Stream
-	sdkClients []*http.Client                // made by Client
+	sdkClients []*bidi.Client                // made by Client
 	paused     atomic.Pointer[chan struct{}] // non-nil while connections are paused
 	violations []error
 	handlers   sync.WaitGroup // running ServeHTTP calls
@@ -448,34 +448,28 @@ func (s *Server) Client(optFns ...func(*bidi.Options)) *bidi.Client {
 	fns = append(fns, func(o *bidi.Options) {
 		o.Region = s.region
 		o.BaseEndpoint = aws.String(s.URL)
-		o.HTTPClient = nil // chosen last, unless optFns choose
 	})
 	fns = append(fns, optFns...)
 	fns = append(fns, func(o *bidi.Options) {
-		if o.HTTPClient == nil {
-			o.HTTPClient = s.sdkHTTPClient(o.HealthCheckInterval, o.HealthCheckTimeout)
-		}
-	})
-	return bidi.NewFromConfig(s.AWSConfig(), fns...)
-}
-
-// sdkHTTPClient returns bidi's default HTTP client trusting the server.
-func (s *Server) sdkHTTPClient(interval, timeout time.Duration) *http.Client {
-	hc := bidi.NewHTTPClient(func(o *bidi.HTTPClientOptions) {
-		if !s.H2C {
+		if o.HTTPClient == nil && !s.H2C && (o.TLSConfig == nil || o.TLSConfig.RootCAs == nil) {
+			// Trust the server's certificate, and only it.
 			pool := x509.NewCertPool()
 			if s.cert != nil {
 				pool.AddCert(s.cert)
 			}
-			o.TLSConfig = &tls.Config{RootCAs: pool}
+			cfg := &tls.Config{}
+			if o.TLSConfig != nil {
+				cfg = o.TLSConfig.Clone()
+			}
+			cfg.RootCAs = pool
+			o.TLSConfig = cfg
 		}
-		o.HealthCheckInterval = interval
-		o.HealthCheckTimeout = timeout
 	})
+	c := bidi.NewFromConfig(s.AWSConfig(), fns...)
 	s.mu.Lock()
-	s.sdkClients = append(s.sdkClients, hc)
+	s.sdkClients = append(s.sdkClients, c)
 	s.mu.Unlock()
-	return hc
+	return c
 }
 
 // Streams returns every stream that reached the handler so far, in

@@ -1,0 +1,466 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// conn is one HTTP/2 client connection. Its read loop (readLoop) owns the
+// framer's read side and the connection's inbound window; its writer
+// (writeLoop) owns the framer's write side, the buffered writer and the
+// HPACK encoder. Everything shared is guarded by mu, except what a
+// Stream guards itself.
+type conn struct {
+	t     *Transport
+	p     *pool // set once by the pool before the conn is shared
+	e     endpoint
+	nc    net.Conn
+	br    *bufio.Reader
+	bw    *bufio.Writer // owned by the writer (by the handshake before)
+	fr    *http2.Framer
+	henc  *hpack.Encoder // owned by the writer
+	hbuf  bytes.Buffer   // owned by the writer
+	epoch time.Time
+
+	done    chan struct{} // closed when the connection is closed
+	wakeW   chan struct{} // cap 1: the writer has work
+	ctrlOut chan struct{} // cap 1: the writer drained the control queue
+
+	lastRead atomic.Int64 // nanoseconds since epoch of the last frame read
+
+	// Owned by the read loop.
+	recvWindow  int32 // what the peer may still send on the connection
+	recvUnacked int32 // bytes received not yet given back
+
+	mu             sync.Mutex
+	streams        map[uint32]*Stream
+	nextID         uint32
+	slots          uint32 // open streams plus reservations
+	peerMaxStreams uint32
+	peerMaxFrame   uint32
+	peerInitWindow int32
+	peerTableSize  uint32 // HEADER_TABLE_SIZE to apply, if tableChanged
+	tableChanged   bool
+	sendWindow     int32 // connection-level send window
+	connBlocked    bool  // the writer waits for a connection WINDOW_UPDATE
+	ctrl           []ctrlItem
+	ctrlSpare      []ctrlItem
+	ready          []*Stream
+	readySpare     []*Stream
+	responses      int // PING and SETTINGS acknowledgements queued
+	goingAway      bool
+	goAwayLastID   uint32
+	processed      bool // some stream got a response head
+	closing        bool // a graceful close is queued
+	err            error
+	idleTimer      *time.Timer
+	pingTimer      *time.Timer
+	pingPending    bool
+	pingSent       int64
+	pingData       [8]byte
+}
+
+type ctrlKind uint8
+
+const (
+	ctrlHeaders ctrlKind = iota
+	ctrlWindowUpdate
+	ctrlReset
+	ctrlPing
+	ctrlPingAck
+	ctrlSettingsAck
+	ctrlGoAway
+)
+
+type ctrlItem struct {
+	kind ctrlKind
+	s    *Stream
+	id   uint32
+	n    uint32 // increment, or error code
+	data [8]byte
+}
+
+func newConn(t *Transport, e endpoint, nc net.Conn) *conn {
+	cc := &conn{
+		t:              t,
+		e:              e,
+		nc:             nc,
+		br:             bufio.NewReaderSize(nc, readBufferSize),
+		bw:             bufio.NewWriterSize(nc, writeBufferSize),
+		epoch:          time.Now(),
+		done:           make(chan struct{}),
+		wakeW:          make(chan struct{}, 1),
+		ctrlOut:        make(chan struct{}, 1),
+		streams:        make(map[uint32]*Stream),
+		nextID:         1,
+		peerMaxStreams: math.MaxUint32,
+		peerMaxFrame:   defaultMaxFrameSize,
+		peerInitWindow: 65535,
+		sendWindow:     65535,
+		recvWindow:     t.cfg.connWindow(),
+	}
+	cc.fr = http2.NewFramer(cc.bw, cc.br)
+	cc.fr.SetMaxReadFrameSize(defaultMaxFrameSize)
+	cc.fr.MaxHeaderListSize = DefaultMaxHeaderListSize
+	cc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	cc.henc = hpack.NewEncoder(&cc.hbuf)
+	return cc
+}
+
+// handshake writes the client preface and SETTINGS and reads the server's
+// SETTINGS, which must be its first frame.
+func (cc *conn) handshake() error {
+	cfg := &cc.t.cfg
+	if _, err := cc.bw.WriteString(http2.ClientPreface); err != nil {
+		return err
+	}
+	cc.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(cfg.streamWindow())},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: DefaultMaxHeaderListSize},
+	)
+	if inc := cfg.connWindow() - 65535; inc > 0 {
+		cc.fr.WriteWindowUpdate(0, uint32(inc))
+	}
+	if err := cc.bw.Flush(); err != nil {
+		return err
+	}
+	if head, err := cc.br.Peek(9); err != nil {
+		return fmt.Errorf("%w: %s closed the connection before its SETTINGS (%v)", ErrNotHTTP2, cc.e.addr, err)
+	} else if bytes.HasPrefix(head, []byte("HTTP/")) {
+		return fmt.Errorf("%w: %s answered in HTTP/1", ErrNotHTTP2, cc.e.addr)
+	} else if head[0] == 0x15 || head[0] == 0x16 {
+		return fmt.Errorf("%w: %s speaks TLS (use an https:// URL)", ErrNotHTTP2, cc.e.addr)
+	}
+	f, err := cc.fr.ReadFrame()
+	if err != nil {
+		return fmt.Errorf("%w: %s: reading the server's SETTINGS: %v", ErrNotHTTP2, cc.e.addr, err)
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok || sf.IsAck() {
+		return fmt.Errorf("%w: %s sent %v before SETTINGS", ErrNotHTTP2, cc.e.addr, f.Header().Type)
+	}
+	if err := cc.applySettings(sf); err != nil {
+		return err
+	}
+	cc.fr.WriteSettingsAck()
+	return cc.bw.Flush()
+}
+
+// start runs the read loop and the writer and arms the health check.
+func (cc *conn) start() {
+	cc.lastRead.Store(int64(time.Since(cc.epoch)))
+	go cc.readLoop()
+	go cc.writeLoop()
+	if iv := cc.t.cfg.PingInterval; iv > 0 {
+		cc.mu.Lock()
+		cc.pingTimer = time.AfterFunc(iv, cc.healthCheck)
+		cc.mu.Unlock()
+	}
+}
+
+// capacityLocked returns how many more streams the conn takes. cc.mu is
+// held.
+func (cc *conn) capacityLocked() uint32 {
+	if cc.err != nil || cc.goingAway || cc.closing {
+		return 0
+	}
+	max := min(cc.t.cfg.maxStreams(), cc.peerMaxStreams)
+	if cc.slots >= max {
+		return 0
+	}
+	// Stream IDs are finite: leave the conn before they run out.
+	if cc.nextID > math.MaxInt32-2*max {
+		return 0
+	}
+	return max - cc.slots
+}
+
+// reserveLocked takes a slot. cc.mu is held.
+func (cc *conn) reserveLocked() {
+	cc.slots++
+	if cc.idleTimer != nil {
+		cc.idleTimer.Stop()
+		cc.idleTimer = nil
+	}
+}
+
+// releaseSlot gives back a reservation that was not used.
+func (cc *conn) releaseSlot() {
+	cc.mu.Lock()
+	cc.slots--
+	cc.slotFreedLocked()
+	cc.mu.Unlock()
+	cc.p.changed()
+}
+
+// slotFreedLocked arms the idle timer or closes a drained conn. cc.mu is
+// held.
+func (cc *conn) slotFreedLocked() {
+	if cc.slots > 0 || cc.err != nil {
+		return
+	}
+	if cc.goingAway {
+		cc.closeGracefullyLocked()
+		return
+	}
+	if d := cc.t.cfg.idleTimeout(); d > 0 && cc.idleTimer == nil {
+		cc.idleTimer = time.AfterFunc(d, cc.closeIfIdle)
+	}
+}
+
+// closeIfIdle closes the conn if it has no stream.
+func (cc *conn) closeIfIdle() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.slots == 0 {
+		cc.closeGracefullyLocked()
+	}
+}
+
+// closeGracefullyLocked queues a GOAWAY after which the writer closes the
+// conn. cc.mu is held.
+func (cc *conn) closeGracefullyLocked() {
+	if cc.closing || cc.err != nil {
+		return
+	}
+	cc.closing = true
+	cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlGoAway})
+	cc.wakeWriter()
+}
+
+// openStream registers s on a reserved slot and queues its HEADERS.
+func (cc *conn) openStream(s *Stream) error {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.err != nil {
+		cc.slots--
+		return &refusedError{reason: "connection closed before the stream started: " + cc.err.Error()}
+	}
+	if cc.goingAway {
+		cc.slots--
+		cc.slotFreedLocked()
+		return &refusedError{reason: "connection going away"}
+	}
+	s.id = cc.nextID
+	cc.nextID += 2
+	s.sendWindow = cc.peerInitWindow
+	cc.streams[s.id] = s
+	cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlHeaders, s: s})
+	cc.wakeWriter()
+	return nil
+}
+
+func (cc *conn) wakeWriter() {
+	select {
+	case cc.wakeW <- struct{}{}:
+	default:
+	}
+}
+
+// bodyReady marks s as having body bytes ready for the writer.
+func (cc *conn) bodyReady(s *Stream) {
+	cc.mu.Lock()
+	if !s.ready && s.headersSent && !s.localDone && !s.flowBlocked {
+		s.ready = true
+		cc.ready = append(cc.ready, s)
+		cc.wakeWriter()
+	}
+	cc.mu.Unlock()
+}
+
+// queueWindowUpdate gives inc bytes of window back to the peer on s.
+func (cc *conn) queueWindowUpdate(s *Stream, inc uint32) {
+	cc.mu.Lock()
+	if !s.remoteDone && cc.err == nil {
+		cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlWindowUpdate, id: s.id, n: inc})
+		cc.wakeWriter()
+	}
+	cc.mu.Unlock()
+}
+
+// resetStream ends s from this side with code, unless it is over.
+func (cc *conn) resetStream(s *Stream, code http2.ErrCode) {
+	cc.mu.Lock()
+	if s.removed || s.id == 0 {
+		cc.mu.Unlock()
+		return
+	}
+	if !s.localDone || !s.remoteDone {
+		if s.headersSent || cc.headersQueuedLocked(s) {
+			cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlReset, s: s, id: s.id, n: uint32(code)})
+			cc.wakeWriter()
+		}
+	}
+	s.localDone, s.remoteDone = true, true
+	cc.removeLocked(s)
+	cc.mu.Unlock()
+	cc.p.changed()
+}
+
+// headersQueuedLocked reports whether the HEADERS of s are queued (not yet
+// written). They are still written, so that the stream ID sequence has no
+// gap the server would misread; the reset follows them. cc.mu is held.
+func (cc *conn) headersQueuedLocked(s *Stream) bool {
+	for _, it := range cc.ctrl {
+		if it.kind == ctrlHeaders && it.s == s {
+			return true
+		}
+	}
+	return false
+}
+
+// removeLocked drops s from the conn and frees its slot. cc.mu is held.
+func (cc *conn) removeLocked(s *Stream) {
+	if s.removed {
+		return
+	}
+	s.removed = true
+	delete(cc.streams, s.id)
+	cc.slots--
+	if !s.bodyClosed {
+		s.bodyClosed = true
+		go s.body.Close()
+	}
+	cc.slotFreedLocked()
+}
+
+// endedLocally records that the writer sent END_STREAM on s.
+func (cc *conn) endedLocally(s *Stream) {
+	cc.mu.Lock()
+	s.localDone = true
+	removed := false
+	if s.remoteDone {
+		cc.removeLocked(s)
+		removed = true
+	} else if !s.bodyClosed {
+		s.bodyClosed = true
+		go s.body.Close()
+	}
+	cc.mu.Unlock()
+	if removed {
+		cc.p.changed()
+	}
+}
+
+// fail closes the connection with err and fails its streams: those the
+// server never saw with a refusal (safe to send again), the others with
+// err.
+func (cc *conn) fail(err error) {
+	cc.mu.Lock()
+	if cc.err != nil {
+		cc.mu.Unlock()
+		return
+	}
+	cc.err = err
+	close(cc.done)
+	streams := make([]*Stream, 0, len(cc.streams))
+	for _, s := range cc.streams {
+		streams = append(streams, s)
+	}
+	for _, s := range streams {
+		s.localDone, s.remoteDone = true, true
+		sent := s.headersSent
+		cc.removeLocked(s)
+		if !sent {
+			s.fail(&refusedError{reason: "connection closed before the stream started: " + err.Error()})
+		} else {
+			s.fail(err)
+		}
+	}
+	if cc.idleTimer != nil {
+		cc.idleTimer.Stop()
+	}
+	if cc.pingTimer != nil {
+		cc.pingTimer.Stop()
+	}
+	cc.mu.Unlock()
+	cc.nc.Close()
+	if cc.p != nil {
+		cc.p.remove(cc)
+	}
+}
+
+// connError closes the connection after a protocol violation of the
+// peer: GOAWAY with code, then close.
+func (cc *conn) connError(code http2.ErrCode, reason string) {
+	cc.mu.Lock()
+	if cc.err == nil {
+		// Best effort: the writer may be blocked; the GOAWAY is written
+		// directly only if the writer is not using the framer, so it is
+		// queued and the connection closed right after a short grace.
+		cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlGoAway, n: uint32(code)})
+		cc.closing = true
+		cc.wakeWriter()
+	}
+	cc.mu.Unlock()
+	cc.fail(&ConnError{Code: code, Reason: reason})
+}
+
+// applySettings applies a (non-ACK) SETTINGS frame of the peer.
+func (cc *conn) applySettings(sf *http2.SettingsFrame) error {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return sf.ForeachSetting(func(st http2.Setting) error {
+		switch st.ID {
+		case http2.SettingMaxConcurrentStreams:
+			cc.peerMaxStreams = st.Val
+		case http2.SettingMaxFrameSize:
+			cc.peerMaxFrame = st.Val
+		case http2.SettingHeaderTableSize:
+			cc.peerTableSize, cc.tableChanged = st.Val, true
+		case http2.SettingInitialWindowSize:
+			delta := int64(st.Val) - int64(cc.peerInitWindow)
+			for _, s := range cc.streams {
+				w := int64(s.sendWindow) + delta
+				if w > math.MaxInt32 {
+					return &ConnError{Code: http2.ErrCodeFlowControl, Reason: "SETTINGS_INITIAL_WINDOW_SIZE overflows a stream window"}
+				}
+				s.sendWindow = int32(w)
+				if s.sendWindow > 0 && s.flowBlocked {
+					s.flowBlocked = false
+					cc.markReadyLocked(s)
+				}
+			}
+			cc.peerInitWindow = int32(st.Val)
+		}
+		return nil
+	})
+}
+
+// markReadyLocked queues s for the writer. cc.mu is held.
+func (cc *conn) markReadyLocked(s *Stream) {
+	if !s.ready && s.headersSent && !s.localDone {
+		s.ready = true
+		cc.ready = append(cc.ready, s)
+		cc.wakeWriter()
+	}
+}
+
+// responseOf builds the response head of a HEADERS frame.
+func responseOf(f *http2.MetaHeadersFrame) (*Response, int, error) {
+	status := f.PseudoValue("status")
+	code, err := strconv.Atoi(status)
+	if err != nil || len(status) != 3 || code < 100 {
+		return nil, 0, errors.New("malformed :status in response")
+	}
+	regular := f.RegularFields()
+	h := make(http.Header, len(regular))
+	for _, hf := range regular {
+		k := http.CanonicalHeaderKey(hf.Name)
+		h[k] = append(h[k], hf.Value)
+	}
+	return &Response{StatusCode: code, Header: h}, code, nil
+}

@@ -1,0 +1,34 @@
+// Package transport is bidi's HTTP/2 client connection engine: the layer
+// between a session and the network. It is built on golang.org/x/net/http2's
+// Framer and hpack over crypto/tls (ALPN "h2" only) or prior-knowledge h2c,
+// for thousands of long-lived bidirectional streams per process.
+//
+// The layers, each in its own file:
+//
+//   - [Transport] (pool.go) keeps one pool of connections per endpoint. A
+//     session asks it for a stream; it is served from a connection with a
+//     free slot, or waits (bounded by its context) while at most one dial
+//     per endpoint is in flight. Connections are capped by the client
+//     (Config.MaxStreamsPerConn) and by the server's
+//     SETTINGS_MAX_CONCURRENT_STREAMS, which is never exceeded. Failed
+//     dials and refusing servers back off with jitter.
+//   - conn (conn.go, dial.go, health.go) is one HTTP/2 connection: a read
+//     loop that checks every frame the peer sends (RFC 9113) and a writer.
+//   - writer (writer.go) is the connection's only writer goroutine. It
+//     drains a queue of control frames and the request bodies of all the
+//     connection's streams, round-robin, into one buffered TLS writer that
+//     it flushes only when it has nothing more to write, so that many small
+//     frames cost one system call.
+//   - [Stream] (stream.go) is one request/response exchange. Its request
+//     body is pulled by the writer, never pushed by a goroutine of its own:
+//     the body says when it has bytes ready ([Stream.BodyReady]) and hands
+//     them over without blocking ([Body]). Its response body is a bounded
+//     buffer filled by the read loop and read with [Stream.Read].
+//   - flow control (flow.go): a stream waits only for its own window; the
+//     writer stops for the connection window, and inbound windows are given
+//     back as the application reads (streams) or as frames arrive (the
+//     connection), so one slow reader never stalls the others.
+//
+// A stream costs no goroutine: an idle session holds only its own reader
+// goroutine (in package bidi), and each connection two (reader, writer).
+package transport

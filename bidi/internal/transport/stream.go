@@ -1,0 +1,287 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+
+	"golang.org/x/net/http2"
+)
+
+// Body is a request body that the connection's writer pulls from. The
+// writer never blocks on it: ReadNow copies what is ready, and the body
+// calls the function given to Bind when more is ready. A Body is used by
+// one stream only.
+type Body interface {
+	// Bind gives the body the function to call whenever it has bytes (or
+	// its end) ready that an earlier ReadNow did not return. Bind is
+	// called once, before any ReadNow; ready may be called from any
+	// goroutine, at any time, any number of times.
+	Bind(ready func())
+
+	// ReadNow copies up to len(p) ready bytes into p without blocking. It
+	// returns io.EOF (possibly with n > 0) after the last byte of the
+	// body; n == 0 with a nil error means nothing is ready. Another error
+	// makes the engine reset the stream with that cause.
+	ReadNow(p []byte) (n int, err error)
+
+	// Close is called once when the engine stops reading the body: the
+	// body ended, the stream was reset or its connection closed.
+	Close() error
+}
+
+// Response is the response head of a stream.
+type Response struct {
+	StatusCode int
+	Header     http.Header
+}
+
+// A Stream is one HTTP/2 request/response exchange on a connection.
+//
+// Concurrency: Read is for one goroutine at a time; Response, Close and
+// Err may be called from any goroutine. The connection's read loop fills
+// the receive buffer, its writer pulls the body; neither ever waits for
+// the application.
+type Stream struct {
+	cc   *conn
+	id   uint32 // set under cc.mu when the stream is registered
+	body Body
+
+	// Request head, encoded and then dropped by the writer.
+	head *requestHead
+
+	// Guarded by cc.mu.
+	sendWindow  int32 // what the peer lets us send on this stream
+	ready       bool  // queued in cc.ready
+	flowBlocked bool  // waiting for a WINDOW_UPDATE to send
+	headersSent bool  // the writer wrote HEADERS
+	localDone   bool  // END_STREAM or RST_STREAM queued or sent: no more DATA
+	remoteDone  bool  // END_STREAM or RST_STREAM received
+	removed     bool  // no longer in cc.streams
+	bodyClosed  bool
+
+	respReady chan struct{} // closed once resp or err is set
+	resp      *Response     // set once by the read loop before respReady
+
+	done chan struct{} // closed when the stream is over (err set or EOF)
+
+	stopCancel func() bool // stops the context.AfterFunc watching ctx
+
+	// Guarded by mu: the receive side.
+	mu         sync.Mutex
+	rbuf       recvBuffer
+	recvWindow int32 // what the peer may still send
+	unacked    int32 // bytes read by the application not yet given back
+	eof        bool  // END_STREAM received
+	err        error // terminal error; reads fail with it once rbuf is empty
+	notify     chan struct{}
+	doneClosed bool
+	respClosed bool
+}
+
+type requestHead struct {
+	method, scheme, authority, path string
+	header                          http.Header
+}
+
+func newStream(cc *conn, body Body, head *requestHead) *Stream {
+	s := &Stream{
+		cc:        cc,
+		body:      body,
+		head:      head,
+		respReady: make(chan struct{}),
+		done:      make(chan struct{}),
+		notify:    make(chan struct{}, 1),
+	}
+	s.recvWindow = cc.t.cfg.streamWindow()
+	return s
+}
+
+// ID returns the stream's HTTP/2 identifier.
+func (s *Stream) ID() uint32 { return s.id }
+
+// Response waits for the response head. It returns the stream's error if
+// the stream failed first, or ctx's error.
+func (s *Stream) Response(ctx context.Context) (*Response, error) {
+	select {
+	case <-s.respReady:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	if s.resp != nil {
+		return s.resp, nil
+	}
+	return nil, s.Err()
+}
+
+// Err returns the stream's terminal error, or nil.
+func (s *Stream) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Done is closed when the stream is over: ended cleanly or failed.
+func (s *Stream) Done() <-chan struct{} { return s.done }
+
+// Read reads the response body. It returns io.EOF after the peer's
+// END_STREAM and the stream's error after a reset or a connection
+// failure, once the bytes received before are read.
+func (s *Stream) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		s.mu.Lock()
+		if s.rbuf.len() > 0 {
+			n := s.rbuf.read(p)
+			inc := s.consumedLocked(int32(n))
+			s.mu.Unlock()
+			if inc > 0 {
+				s.cc.queueWindowUpdate(s, uint32(inc))
+			}
+			return n, nil
+		}
+		switch {
+		case s.err != nil:
+			err := s.err
+			s.mu.Unlock()
+			return 0, err
+		case s.eof:
+			s.mu.Unlock()
+			return 0, io.EOF
+		}
+		s.mu.Unlock()
+		<-s.notify
+	}
+}
+
+// consumedLocked records n bytes read and returns the window increment to
+// send, if the unacknowledged bytes reached a quarter of the window.
+// s.mu is held.
+func (s *Stream) consumedLocked(n int32) int32 {
+	if s.eof || s.err != nil {
+		return 0
+	}
+	s.unacked += n
+	if s.unacked < s.cc.t.cfg.streamWindow()/4 {
+		return 0
+	}
+	inc := s.unacked
+	s.unacked = 0
+	s.recvWindow += inc
+	return inc
+}
+
+func (s *Stream) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Close ends the stream from this side: unless both sides had ended it,
+// it is reset with CANCEL. Buffered response bytes are dropped. Close is
+// safe to call more than once.
+func (s *Stream) Close() error {
+	s.cancel(errStreamClosed)
+	return nil
+}
+
+var errStreamClosed = errors.New("stream closed")
+
+// cancel resets the stream (CANCEL) with err as the error of pending and
+// later reads, unless it is over already.
+func (s *Stream) cancel(err error) {
+	s.fail(err)
+	s.cc.resetStream(s, http2.ErrCodeCancel)
+}
+
+// fail sets the stream's terminal error unless it ended first, and wakes
+// every waiter. It does not touch the connection.
+func (s *Stream) fail(err error) {
+	s.mu.Lock()
+	if s.err == nil && !s.eof {
+		s.err = err
+	}
+	if s.err != nil || s.eof {
+		s.rbuf.release()
+	}
+	s.closeDoneLocked()
+	s.mu.Unlock()
+	s.wake()
+}
+
+// closeDoneLocked closes done and respReady. s.mu is held.
+func (s *Stream) closeDoneLocked() {
+	if !s.respClosed {
+		s.respClosed = true
+		close(s.respReady)
+	}
+	if !s.doneClosed {
+		s.doneClosed = true
+		close(s.done)
+		if s.stopCancel != nil {
+			s.stopCancel()
+		}
+	}
+}
+
+// onData takes a DATA frame's payload (data, its flow-controlled length
+// n including padding). It returns a stream error if the peer exceeded
+// the stream window. Called by the read loop.
+func (s *Stream) onData(data []byte, n int32, end bool) error {
+	s.mu.Lock()
+	if n > s.recvWindow {
+		s.mu.Unlock()
+		return errFlowControl
+	}
+	s.recvWindow -= n
+	if s.err == nil && !s.eof {
+		// Padding is given back at once: it is never read.
+		s.unacked += n - int32(len(data))
+		s.rbuf.write(data)
+		if end {
+			s.eof = true
+		}
+	}
+	if s.eof {
+		s.closeDoneLocked()
+	}
+	s.mu.Unlock()
+	s.wake()
+	return nil
+}
+
+var errFlowControl = errors.New("peer exceeded the stream's flow-control window")
+
+// onEnd records END_STREAM from the peer (on HEADERS).
+func (s *Stream) onEnd() {
+	s.mu.Lock()
+	if s.err == nil {
+		s.eof = true
+	}
+	s.closeDoneLocked()
+	s.mu.Unlock()
+	s.wake()
+}
+
+// onResponse publishes the response head.
+func (s *Stream) onResponse(r *Response) {
+	s.mu.Lock()
+	if !s.respClosed {
+		s.resp = r
+		s.respClosed = true
+		close(s.respReady)
+	}
+	s.mu.Unlock()
+}
+
+// gotResponse reports whether the response head arrived.
+func (s *Stream) gotResponse() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resp != nil
+}

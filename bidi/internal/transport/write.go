@@ -1,0 +1,230 @@
+package transport
+
+import (
+	"encoding/binary"
+	"io"
+	"strings"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// writeLoop is the connection's only writer. Each round it writes the
+// queued control frames, then DATA from the streams whose bodies have
+// bytes ready, one frame per stream in turn (round-robin), within the
+// stream and connection windows. Frames go to a buffered writer that is
+// flushed only when there is nothing left to write, so that the frames of
+// many streams share one TLS record and one system call.
+func (cc *conn) writeLoop() {
+	var rotation []*Stream // streams whose body may have more ready
+	scratch := make([]byte, 9+maxDataFramePayloadWritten)
+	for {
+		cc.mu.Lock()
+		ctrl := cc.ctrl
+		cc.ctrl = cc.ctrlSpare[:0]
+		ready := cc.ready
+		cc.ready = cc.readySpare[:0]
+		for _, s := range ready {
+			s.ready = false
+		}
+		if cc.responses > 0 {
+			cc.responses = 0
+			select {
+			case cc.ctrlOut <- struct{}{}:
+			default:
+			}
+		}
+		if cc.tableChanged {
+			cc.tableChanged = false
+			cc.henc.SetMaxDynamicTableSizeLimit(cc.peerTableSize)
+		}
+		maxFrame := min(cc.peerMaxFrame, maxDataFramePayloadWritten)
+		cc.mu.Unlock()
+
+		closeAfter := false
+		for i := range ctrl {
+			if cc.writeCtrl(&ctrl[i], &rotation) {
+				closeAfter = true
+			}
+			ctrl[i] = ctrlItem{}
+		}
+		rotation = append(rotation, ready...)
+		clear(ready)
+		cc.mu.Lock()
+		cc.ctrlSpare = ctrl[:0]
+		cc.readySpare = ready[:0]
+		cc.mu.Unlock()
+		if closeAfter {
+			cc.bw.Flush()
+			cc.fail(ErrClosed)
+			return
+		}
+
+		rotation = cc.writeData(rotation, scratch, maxFrame)
+
+		cc.mu.Lock()
+		idle := len(cc.ctrl) == 0 && len(cc.ready) == 0 && (len(rotation) == 0 || cc.connBlocked)
+		cc.mu.Unlock()
+		if !idle {
+			continue
+		}
+		if err := cc.bw.Flush(); err != nil {
+			cc.fail(&ConnError{Cause: err})
+			return
+		}
+		select {
+		case <-cc.wakeW:
+		case <-cc.done:
+			return
+		}
+	}
+}
+
+// writeCtrl writes one control frame. It reports whether the connection
+// is to be closed after it (a GOAWAY of this side).
+func (cc *conn) writeCtrl(it *ctrlItem, rotation *[]*Stream) bool {
+	switch it.kind {
+	case ctrlHeaders:
+		cc.writeHeaders(it.s)
+		cc.mu.Lock()
+		it.s.headersSent = true
+		it.s.head = nil
+		open := !it.s.localDone
+		cc.mu.Unlock()
+		if open {
+			*rotation = append(*rotation, it.s)
+		}
+	case ctrlWindowUpdate:
+		cc.fr.WriteWindowUpdate(it.id, it.n)
+	case ctrlReset:
+		cc.fr.WriteRSTStream(it.id, http2.ErrCode(it.n))
+	case ctrlPing:
+		cc.fr.WritePing(false, it.data)
+	case ctrlPingAck:
+		cc.fr.WritePing(true, it.data)
+	case ctrlSettingsAck:
+		cc.fr.WriteSettingsAck()
+	case ctrlGoAway:
+		cc.mu.Lock()
+		last := cc.nextID - 2
+		cc.mu.Unlock()
+		cc.fr.WriteGoAway(last, http2.ErrCode(it.n), nil)
+		return true
+	}
+	return false
+}
+
+// writeHeaders encodes and writes the request head of s, in HEADERS and
+// CONTINUATION frames no larger than the peer's maximum frame size.
+func (cc *conn) writeHeaders(s *Stream) {
+	h := s.head
+	cc.hbuf.Reset()
+	enc := cc.henc
+	enc.WriteField(hpack.HeaderField{Name: ":method", Value: h.method})
+	enc.WriteField(hpack.HeaderField{Name: ":scheme", Value: h.scheme})
+	enc.WriteField(hpack.HeaderField{Name: ":authority", Value: h.authority})
+	enc.WriteField(hpack.HeaderField{Name: ":path", Value: h.path})
+	for k, vs := range h.header {
+		name := strings.ToLower(k)
+		switch name {
+		case "host", "connection", "transfer-encoding", "keep-alive", "proxy-connection", "upgrade", "content-length":
+			continue
+		}
+		sensitive := name == "authorization" || name == "x-amz-security-token"
+		for _, v := range vs {
+			enc.WriteField(hpack.HeaderField{Name: name, Value: v, Sensitive: sensitive})
+		}
+	}
+	block := cc.hbuf.Bytes()
+	cc.mu.Lock()
+	max := int(cc.peerMaxFrame)
+	cc.mu.Unlock()
+	first := true
+	for first || len(block) > 0 {
+		frag := block
+		if len(frag) > max {
+			frag = frag[:max]
+		}
+		block = block[len(frag):]
+		if first {
+			cc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s.id, BlockFragment: frag, EndHeaders: len(block) == 0})
+			first = false
+		} else {
+			cc.fr.WriteContinuation(s.id, len(block) == 0, frag)
+		}
+	}
+}
+
+// writeData gives each stream of rotation one DATA frame, within its
+// window and the connection's, and returns the streams that may have more
+// ready. A stream whose body has nothing ready leaves the rotation; its
+// body's ready callback brings it back (the callback's flag is cleared
+// before the read, so no readiness is lost between the two).
+func (cc *conn) writeData(rotation []*Stream, scratch []byte, maxFrame uint32) []*Stream {
+	next := rotation[:0]
+	for i, s := range rotation {
+		cc.mu.Lock()
+		if s.localDone {
+			cc.mu.Unlock()
+			continue
+		}
+		if cc.sendWindow <= 0 {
+			cc.connBlocked = true
+			cc.mu.Unlock()
+			next = append(next, rotation[i:]...)
+			break
+		}
+		if s.sendWindow <= 0 {
+			s.flowBlocked = true
+			cc.mu.Unlock()
+			continue
+		}
+		w := min(int32(maxFrame), s.sendWindow, cc.sendWindow)
+		cc.mu.Unlock()
+
+		n, err := s.body.ReadNow(scratch[9 : 9+int(w)])
+		end := err == io.EOF
+		if err != nil && !end {
+			s.cancel(err)
+			continue
+		}
+		if n == 0 && !end {
+			continue
+		}
+		cc.mu.Lock()
+		if s.localDone {
+			// Reset meanwhile: the bytes are dropped with the stream.
+			cc.mu.Unlock()
+			continue
+		}
+		s.sendWindow -= int32(n)
+		cc.sendWindow -= int32(n)
+		cc.mu.Unlock()
+		var flags byte
+		if end {
+			flags = byte(http2.FlagDataEndStream)
+		}
+		putFrameHeader(scratch, n, http2.FrameData, flags, s.id)
+		if _, err := cc.bw.Write(scratch[:9+n]); err != nil {
+			return next
+		}
+		if end {
+			cc.endedLocally(s)
+			continue
+		}
+		// The body may hold more than one read returns (a part that did
+		// not fit, the end frame after the parts): the stream leaves the
+		// rotation only once a read finds nothing ready.
+		next = append(next, s)
+	}
+	clear(rotation[len(next):])
+	return next
+}
+
+// putFrameHeader writes the 9-byte frame header into b.
+func putFrameHeader(b []byte, length int, typ http2.FrameType, flags byte, id uint32) {
+	b[0], b[1], b[2] = byte(length>>16), byte(length>>8), byte(length)
+	b[3] = byte(typ)
+	b[4] = flags
+	binary.BigEndian.PutUint32(b[5:9], id&(1<<31-1))
+}
