@@ -418,22 +418,31 @@ func TestNotHTTP2(t *testing.T) {
 		}
 	})
 	t.Run("default transport", func(t *testing.T) {
-		hc := bidi.NewHTTPClient(func(o *bidi.HTTPClientOptions) {
-			o.TLSConfig = h1.Client().Transport.(*http.Transport).TLSClientConfig
-		})
 		c := bidi.NewFromConfig(cfg, func(o *bidi.Options) {
 			o.BaseEndpoint = aws.String(h1.URL)
-			o.HTTPClient = hc
+			o.TLSConfig = h1.Client().Transport.(*http.Transport).TLSClientConfig
 		})
-		sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
-		if err == nil {
-			defer sess.Close()
-			_, err = sess.Response(ctx)
-		}
+		_, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
 		if !errors.Is(err, bidi.ErrNotHTTP2) {
-			t.Fatalf("got %v, want ErrNotHTTP2", err)
+			t.Fatalf("Open = %v, want ErrNotHTTP2 before any stream", err)
 		}
 	})
+	// An http:// (h2c) URL pointing at a TLS port, and at an HTTP/1-only
+	// cleartext server: Open fails at once, saying what the peer speaks.
+	h1c := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer h1c.Close()
+	for _, tc := range []struct{ name, url, hint string }{
+		{"h2c to a TLS port", "http://" + h1.Listener.Addr().String(), "https://"},
+		{"h2c to HTTP/1", h1c.URL, "HTTP/1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := bidi.NewFromConfig(cfg, func(o *bidi.Options) { o.BaseEndpoint = aws.String(tc.url) })
+			_, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
+			if !errors.Is(err, bidi.ErrNotHTTP2) || !strings.Contains(err.Error(), tc.hint) {
+				t.Fatalf("Open = %v, want ErrNotHTTP2 mentioning %q", err, tc.hint)
+			}
+		})
+	}
 }
 
 // TestErrorStringsHideEchoedContent: the container's OriginalMessage, which

@@ -30,6 +30,37 @@ func bidiGoroutines() []string {
 	return out
 }
 
+// engineGoroutines returns the stacks of the goroutines of the HTTP/2
+// engine (connection readers and writers, dials).
+func engineGoroutines() []string {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "\ngithub.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport.") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// waitNoEngineGoroutines fails the test if goroutines of the engine are
+// still running after timeout.
+func waitNoEngineGoroutines(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		gs := engineGoroutines()
+		if len(gs) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d engine goroutine(s) still running:\n%s", len(gs), strings.Join(gs, "\n\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // waitNoBidiGoroutines fails the test if goroutines of package bidi are
 // still running after timeout.
 func waitNoBidiGoroutines(t *testing.T, timeout time.Duration) {
@@ -73,7 +104,6 @@ func TestNoGoroutineLeaks(t *testing.T) {
 			}
 		}
 	}))
-	hc := srv.HTTPClient()
 	c := srv.Client()
 	// Warm the connection so that the baseline includes it.
 	warm := open(t, c, testCtx(t))
@@ -107,7 +137,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	// streams included), once idle connections are closed on both sides.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		hc.CloseIdleConnections()
+		c.CloseIdleConnections()
 		after := runtime.NumGoroutine()
 		if after <= before {
 			break
@@ -117,6 +147,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	waitNoEngineGoroutines(t, 5*time.Second)
 }
 
 // leakScenario runs session i to one of its possible ends.

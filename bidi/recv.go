@@ -412,9 +412,9 @@ func classifyTransportError(err error) error {
 	}
 	switch {
 	case errors.Is(err, transport.ErrDeadPeer):
-		return fmt.Errorf("%w: %w", ErrDeadPeer, err)
+		return fmt.Errorf("%w: %s", ErrDeadPeer, strings.TrimPrefix(err.Error(), transport.ErrDeadPeer.Error()+": "))
 	case errors.Is(err, transport.ErrNotHTTP2):
-		return fmt.Errorf("%w: %w", ErrNotHTTP2, err)
+		return fmt.Errorf("%w: %s", ErrNotHTTP2, strings.TrimPrefix(err.Error(), transport.ErrNotHTTP2.Error()+": "))
 	}
 	msg := err.Error()
 	switch {

@@ -2,11 +2,11 @@ package bidi_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
-	"net/http/httptrace"
+	"fmt"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,22 +16,15 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 )
 
-// defaultTransportClient returns a client for srv that uses the package's
-// default HTTP client construction (NewHTTPClient), trusting srv, with
-// base as endpoint ("" means srv.URL).
-func defaultTransportClient(srv *biditest.Server, base string, optFns ...func(*bidi.HTTPClientOptions)) *bidi.Client {
-	pool := x509.NewCertPool()
-	pool.AddCert(srv.Certificate())
-	hc := bidi.NewHTTPClient(append([]func(*bidi.HTTPClientOptions){func(o *bidi.HTTPClientOptions) {
-		o.TLSConfig = &tls.Config{RootCAs: pool}
-	}}, optFns...)...)
+// defaultTransportClient returns a client for srv on the SDK's own HTTP/2
+// engine, trusting srv, with base as endpoint ("" means srv.URL).
+func defaultTransportClient(srv *biditest.Server, base string, optFns ...func(*bidi.Options)) *bidi.Client {
 	if base == "" {
 		base = srv.URL
 	}
-	return srv.Client(func(o *bidi.Options) {
-		o.HTTPClient = hc
+	return srv.Client(append([]func(*bidi.Options){func(o *bidi.Options) {
 		o.BaseEndpoint = aws.String(base)
-	})
+	}}, optFns...)...)
 }
 
 // TestDeadPeerDetected: when the peer stops answering (a proxy that
@@ -40,7 +33,7 @@ func defaultTransportClient(srv *biditest.Server, base string, optFns ...func(*b
 func TestDeadPeerDetected(t *testing.T) {
 	srv := newServer(t, biditest.Echo())
 	proxy := newStallProxy(t, srv.Listener.Addr().String())
-	c := defaultTransportClient(srv, "https://"+proxy.Addr(), func(o *bidi.HTTPClientOptions) {
+	c := defaultTransportClient(srv, "https://"+proxy.Addr(), func(o *bidi.Options) {
 		o.HealthCheckInterval = 100 * time.Millisecond
 		o.HealthCheckTimeout = 200 * time.Millisecond
 	})
@@ -64,28 +57,18 @@ func TestDeadPeerDetected(t *testing.T) {
 	}
 }
 
-// connCounter counts the distinct connections requests were sent on.
-type connCounter struct {
-	mu    sync.Mutex
-	conns map[string]bool
+// dialCounter counts the connections a client dials.
+type dialCounter struct{ n atomic.Int64 }
+
+func (d *dialCounter) option(o *bidi.Options) {
+	o.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d.n.Add(1)
+		var dialer net.Dialer
+		return dialer.DialContext(ctx, network, addr)
+	}
 }
 
-func (c *connCounter) ctx(parent context.Context) context.Context {
-	return httptrace.WithClientTrace(parent, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.conns == nil {
-			c.conns = map[string]bool{}
-		}
-		c.conns[info.Conn.LocalAddr().String()] = true
-	}})
-}
-
-func (c *connCounter) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.conns)
-}
+func (d *dialCounter) count() int { return int(d.n.Load()) }
 
 // openConcurrent opens n sessions at once and checks that all of them are
 // answered while all are open.
@@ -126,35 +109,106 @@ func openConcurrent(t *testing.T, c *bidi.Client, ctx context.Context, n int) []
 	return sessions
 }
 
-// TestMaxConcurrentStreamsOpensConnections: with the default transport,
-// sessions beyond a connection's MaxConcurrentStreams go to new
-// connections instead of waiting.
+// TestMaxConcurrentStreamsOpensConnections: sessions beyond a
+// connection's MaxConcurrentStreams go to new connections, one dial at a
+// time: 7 sessions opened at once with a server limit of 2 cost at most
+// ceil(7/2)+1 dials.
 func TestMaxConcurrentStreamsOpensConnections(t *testing.T) {
 	srv := newServer(t, biditest.Echo(), func(s *biditest.Server) { s.MaxConcurrentStreams = 2 })
-	c := defaultTransportClient(srv, "")
-	var cc connCounter
-	ctx := cc.ctx(testCtx(t))
-	short, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	sessions := openConcurrent(t, c, short, 7)
-	if n := cc.count(); n < 4 {
-		t.Fatalf("%d sessions on %d connections with MaxConcurrentStreams 2, want at least 4 connections", len(sessions), n)
+	var dials dialCounter
+	c := defaultTransportClient(srv, "", dials.option)
+	ctx := testCtx(t)
+	sessions := openConcurrent(t, c, ctx, 7)
+	if n := dials.count(); n < 4 || n > 5 {
+		t.Fatalf("%d sessions cost %d dials with MaxConcurrentStreams 2, want 4 or 5", len(sessions), n)
 	}
-	t.Logf("7 sessions on %d connections", cc.count())
+	t.Logf("7 sessions on %d connections", dials.count())
+}
+
+// TestDialsWhenOpeningAtOnce: N sessions opened at once cost at most
+// ceil(N / streams per connection) + 1 dials: sessions wait for the one
+// connection being dialed instead of dialing their own.
+func TestDialsWhenOpeningAtOnce(t *testing.T) {
+	for _, tc := range []struct{ n, perConn int }{{60, 10}, {5, 1}} {
+		t.Run(fmt.Sprintf("%d sessions, %d per connection", tc.n, tc.perConn), func(t *testing.T) {
+			srv := newServer(t, biditest.Echo())
+			var dials dialCounter
+			c := defaultTransportClient(srv, "", dials.option, func(o *bidi.Options) { o.MaxStreamsPerConnection = tc.perConn })
+			openConcurrent(t, c, testCtx(t), tc.n)
+			if want := (tc.n+tc.perConn-1)/tc.perConn + 1; dials.count() > want || dials.count() < want-1 {
+				t.Fatalf("%d dials, want %d or %d", dials.count(), want-1, want)
+			}
+		})
+	}
 }
 
 // TestManySessionsFewConnections: one client carries many concurrent
 // sessions over a shared connection.
 func TestManySessionsFewConnections(t *testing.T) {
 	srv := newServer(t, biditest.Echo())
-	c := defaultTransportClient(srv, "")
-	var cc connCounter
-	ctx := cc.ctx(testCtx(t))
+	var dials dialCounter
+	c := defaultTransportClient(srv, "", dials.option)
+	ctx := testCtx(t)
 	openConcurrent(t, c, ctx, 1)               // establish the connection
 	sessions := openConcurrent(t, c, ctx, 100) // then 100 more at once
-	if n := cc.count(); n > 2 {
+	if n := dials.count(); n != 1 {
 		t.Fatalf("%d sessions used %d connections", len(sessions)+1, n)
 	}
+}
+
+// TestCloseIdleConnections: once its sessions are closed, a client's
+// connections close at once on CloseIdleConnections, and none of its
+// goroutines survive; a connection with a session is left alone.
+func TestCloseIdleConnections(t *testing.T) {
+	srv := newServer(t, biditest.Echo())
+	var dials dialCounter
+	c := defaultTransportClient(srv, "", dials.option, func(o *bidi.Options) { o.MaxStreamsPerConnection = 1 })
+	ctx := testCtx(t)
+	a, b := open(t, c, ctx), open(t, c, ctx)
+	roundTrip(t, a, "a")
+	roundTrip(t, b, "b")
+	a.Close()
+	c.CloseIdleConnections()
+	roundTrip(t, b, "b still works")
+	b.CloseSend()
+	drainEOF(t, b)
+	b.Close()
+	c.CloseIdleConnections()
+	waitNoEngineGoroutines(t, 5*time.Second)
+	if dials.count() != 2 {
+		t.Fatalf("%d dials, want 2", dials.count())
+	}
+}
+
+// TestIdleConnTimeout: a connection without sessions closes by itself.
+func TestIdleConnTimeout(t *testing.T) {
+	srv := newServer(t, biditest.Echo())
+	c := defaultTransportClient(srv, "", func(o *bidi.Options) { o.IdleConnTimeout = 50 * time.Millisecond })
+	ctx := testCtx(t)
+	s := open(t, c, ctx)
+	roundTrip(t, s, "x")
+	s.Close()
+	waitNoEngineGoroutines(t, 5*time.Second)
+}
+
+// TestSharedHTTPClientTimeout: an aws.Config whose HTTP client has a
+// whole-request Timeout (common when it is shared with other AWS clients)
+// does not cut streams: the engine takes only its trusted roots.
+func TestSharedHTTPClientTimeout(t *testing.T) {
+	srv := newServer(t, biditest.Echo())
+	cfg := srv.AWSConfig()
+	hc := *srv.HTTPClient()
+	hc.Timeout = 50 * time.Millisecond
+	cfg.HTTPClient = &hc
+	c := bidi.NewFromConfig(cfg)
+	ctx := testCtx(t)
+	sess := open(t, c, ctx)
+	deadline := time.Now().Add(4 * hc.Timeout)
+	for i := 0; time.Now().Before(deadline); i++ {
+		roundTrip(t, sess, fmt.Sprint("message ", i))
+	}
+	sess.CloseSend()
+	drainEOF(t, sess)
 }
 
 // TestGoAway: after a GOAWAY, running sessions finish and new ones open
