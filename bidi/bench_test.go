@@ -167,8 +167,9 @@ var (
 )
 
 // benchClients starts the server process once and returns bidi clients
-// for the minimal event echo and for biditest.Echo, and a raw HTTP/2
-// client, all built on bidi.NewHTTPClient.
+// for the minimal event echo and for biditest.Echo, on the SDK's own
+// HTTP/2 engine, and a raw HTTP/2 client (net/http, through
+// bidi.NewHTTPClient) for the floor.
 func benchClients(b *testing.B) (event, biditestEcho *bidi.Client, raw *http.Client, info benchServerInfo) {
 	b.Helper()
 	benchOnce.Do(func() {
@@ -203,13 +204,13 @@ func benchClients(b *testing.B) (event, biditestEcho *bidi.Client, raw *http.Cli
 			o.Region = biditest.Region
 			o.Credentials = aws.NewCredentialsCache(staticCreds{})
 			o.BaseEndpoint = aws.String(benchInfo.Bidi)
-			o.HTTPClient = trustingClient(benchInfo.BidiCert)
+			o.TLSConfig = trustingTLS(benchInfo.BidiCert)
 		})
 		benchEvent = bidi.NewFromConfig(aws.Config{}, func(o *bidi.Options) {
 			o.Region = biditest.Region
 			o.Credentials = aws.NewCredentialsCache(staticCreds{})
 			o.BaseEndpoint = aws.String(benchInfo.Event)
-			o.HTTPClient = trustingClient(benchInfo.EventCert)
+			o.TLSConfig = trustingTLS(benchInfo.EventCert)
 		})
 		benchRaw = trustingClient(benchInfo.RawCert)
 	})
@@ -226,13 +227,17 @@ func (staticCreds) Retrieve(context.Context) (aws.Credentials, error) {
 }
 
 func trustingClient(der []byte) *http.Client {
+	return bidi.NewHTTPClient(func(o *bidi.HTTPClientOptions) { o.TLSConfig = trustingTLS(der) })
+}
+
+func trustingTLS(der []byte) *tls.Config {
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
 		panic(err)
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	return bidi.NewHTTPClient(func(o *bidi.HTTPClientOptions) { o.TLSConfig = &tls.Config{RootCAs: pool} })
+	return &tls.Config{RootCAs: pool}
 }
 
 // rawStream is one long-lived POST to the raw echo handler.

@@ -360,17 +360,28 @@ func (b *reqBody) readLocked(dst []byte) (n int, err error, ok bool) {
 	return 0, nil, false
 }
 
-// releaseEnv drops a large envelope buffer once its bytes are read, so
-// that an idle session does not keep the largest part it ever sent.
+// releaseEnv gives the envelope buffer back to envPool once its bytes
+// are read, so that an idle session keeps no buffer for the largest part
+// it ever sent, and a busy one reuses pooled buffers without allocating.
 func (b *reqBody) releaseEnv() {
-	if cap(b.env) > keepEnvelopeBytes {
+	if b.env != nil {
+		buf := b.env[:0]
+		envPool.Put(&buf)
 		b.env = nil
 	}
 }
 
-// keepEnvelopeBytes is the largest envelope buffer a body keeps between
-// parts.
-const keepEnvelopeBytes = 4 << 10
+// envPool holds envelope buffers between parts too large for one
+// transport read.
+var envPool sync.Pool
+
+// envBuffer returns a pooled buffer (empty, any capacity) for b.env.
+func envBuffer() []byte {
+	if p, ok := envPool.Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return nil
+}
 
 // readParts signs queued parts into dst, as many as fit; a first part
 // that does not fit is signed into b.env and copied in pieces. p.mu is
@@ -383,6 +394,9 @@ func (b *reqBody) readParts(dst []byte) (int, error) {
 		if size := len(inner) + envelopeOverhead; size > len(dst)-n {
 			if n > 0 {
 				break
+			}
+			if b.env == nil {
+				b.env = envBuffer()
 			}
 			env, err := b.signer.AppendPayload(b.env[:0], inner)
 			if err != nil {

@@ -26,7 +26,7 @@ const (
 	refusalBackoffMax          = 5 * time.Second
 	writeBufferSize            = 64 << 10
 	readBufferSize             = 32 << 10
-	maxDataFramePayloadWritten = 16 << 10
+	maxDataFramePayloadWritten = 64<<10 + 512
 )
 
 // Config configures a [Transport]. The zero value of every field means its
