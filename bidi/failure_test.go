@@ -8,6 +8,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -685,5 +686,67 @@ func TestOpenAfterStreamEnded(t *testing.T) {
 			t.Fatalf("Recv %d = %v, want an error wrapping io.ErrUnexpectedEOF", i, err)
 		}
 		sess.Close()
+	}
+}
+
+// TestOversizePartNotBuffered: MaxMessageSize bounds what the session
+// buffers, not only what it delivers: a 24 MiB PayloadPart against a
+// 64 KiB limit streams through without being held in memory, is reported
+// as *MessageTooLargeError, and the next message arrives.
+func TestOversizePartNotBuffered(t *testing.T) {
+	huge, err := eventstream.AppendMessage(nil, &eventstream.Message{
+		Headers: wire.AppendPartHeaders(nil, &wire.Part{DataType: wire.DataTypeBinary, CompletionState: wire.CompletionComplete}),
+		Payload: make([]byte, 24<<20-1024),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.WriteRaw(huge)
+		st.Send(bidi.Text("next"))
+	}))
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(func(o *bidi.Options) { o.MaxMessageSize = 64 << 10 }), ctx)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = sess.Recv(ctx)
+	var tooLarge *bidi.MessageTooLargeError
+	if !errors.As(err, &tooLarge) {
+		t.Fatalf("Recv = %v, want *MessageTooLargeError", err)
+	}
+	if m, err := sess.Recv(ctx); err != nil || string(m.Data) != "next" {
+		t.Fatalf("Recv after the oversize part = %q, %v", m.Data, err)
+	}
+	runtime.ReadMemStats(&after)
+	// The in-process server allocates too (HTTP/2 framing of 24 MiB),
+	// but far less than the part: the client must not hold it.
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 12<<20 {
+		t.Fatalf("%d MiB allocated while a 24 MiB part went by", grown>>20)
+	}
+}
+
+// TestNotAnEventStream: a 200 without the event-stream content type is
+// ErrMalformedResponse, also when its body is empty.
+func TestNotAnEventStream(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(200)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	cfg := aws.Config{Region: "us-west-2", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")}
+	c := bidi.NewFromConfig(cfg, func(o *bidi.Options) {
+		o.BaseEndpoint = aws.String(srv.URL)
+		o.TLSConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+	})
+	ctx := testCtx(t)
+	sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
+	if err == nil {
+		defer sess.Close()
+		_, err = sess.Recv(ctx)
+	}
+	if !errors.Is(err, bidi.ErrMalformedResponse) {
+		t.Fatalf("got %v, want ErrMalformedResponse", err)
 	}
 }

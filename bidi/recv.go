@@ -164,7 +164,11 @@ func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 // the session is cancelled. It runs on the session's goroutine.
 func (s *Session) readLoop(body io.ReadCloser, reqBody *reqBody) {
 	defer body.Close()
-	r := &respReader{s: s, dec: eventstream.NewDecoder(body), dead: deadOf(reqBody)}
+	// Payloads over MaxMessageSize are skipped as they stream, never
+	// buffered: what the session holds is bounded by its limit, not by
+	// the format's 24 MiB.
+	dec := eventstream.NewDecoder(body, func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
+	r := &respReader{s: s, dec: dec, dead: deadOf(reqBody)}
 	for {
 		it := r.next()
 		if it.err != nil {
@@ -217,7 +221,11 @@ func (r *respReader) decode() recvItem {
 		}
 		switch wire.Classify(m) {
 		case wire.KindPayloadPart:
-			return s.partItem(m, &r.part)
+			it := s.partItem(m, &r.part)
+			if r.dec.Discarded() > 0 {
+				it.oversize, it.size, it.data = true, 0, nil
+			}
+			return it
 		case wire.KindException:
 			return recvItem{err: exceptionError(wire.String(m, wire.ExceptionTypeHeader), m.Payload)}
 		case wire.KindError:

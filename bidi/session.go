@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"sync"
@@ -354,6 +355,14 @@ func (s *Session) run(a *attempt) {
 			a = next
 			continue
 		}
+		if !isEventStream(resp.Header) {
+			// A 200 that is not an event stream (a proxy's page, a
+			// misrouted request) is not the model's answer, even when
+			// its body is empty.
+			resp.Body.Close()
+			s.fail(fmt.Errorf("%w: HTTP %d with Content-Type %q, want %q", ErrMalformedResponse, resp.StatusCode, cleanText(resp.Header.Get("Content-Type")), contentTypeEventStream))
+			return
+		}
 		// The model has answered: never retry from here on.
 		s.pipe.stopReplay()
 		s.resp = responseOf(resp)
@@ -466,4 +475,10 @@ func errorCode(err error) string {
 
 func (s *Session) logf(cl logging.Classification, format string, v ...any) {
 	s.c.logf(cl, format, v...)
+}
+
+// isEventStream reports whether h declares an event-stream body.
+func isEventStream(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == contentTypeEventStream
 }

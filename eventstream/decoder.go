@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"sync"
 )
 
 // DecoderOptions holds the limits a [Decoder] enforces. They are checked
@@ -23,6 +24,15 @@ type DecoderOptions struct {
 	// 128 KiB header block of tiny headers would otherwise decode into
 	// tens of thousands of entries.
 	MaxHeaders int
+
+	// DiscardPayloadsOver, when positive, makes Decode skip rather than
+	// buffer the payload of a message larger than it (up to
+	// MaxPayloadLen): the payload streams through a small buffer and its
+	// CRC is still verified, the message is returned with its headers and
+	// a nil Payload, and [Decoder.Discarded] reports the payload's length.
+	// It lets a reader bound what it holds in memory below what the
+	// format allows without losing its place in the stream.
+	DiscardPayloadsOver int
 }
 
 // A Decoder reads messages from an io.Reader.
@@ -43,6 +53,11 @@ type Decoder struct {
 	names  nameCache
 	offset int64 // stream offset of buf[start]
 	err    error // sticky read error
+
+	hdr       []byte  // header block of a message whose payload is discarded
+	discarded int     // payload length discarded by the last Decode
+	reuse     int     // 1 + size class of the buffer last given back, or 0
+	pooled    *[]byte // bufferPools handle of buf, if buf is pooled
 }
 
 // NewDecoder returns a Decoder reading from r. Options adjust its limits.
@@ -94,6 +109,10 @@ func (d *Decoder) Decode() (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.discarded = 0
+	if lim := d.opts.DiscardPayloadsOver; lim > 0 && total-Overhead-headersLen > lim {
+		return d.decodeDiscarding(total, headersLen)
+	}
 	if err := d.fill(total); err != nil {
 		return nil, d.truncated(err)
 	}
@@ -110,7 +129,56 @@ func (d *Decoder) truncated(err error) error {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return fmt.Errorf("eventstream: stream ended inside a message at offset %d (%d of its bytes read): %w", d.offset, d.end-d.start, io.ErrUnexpectedEOF)
 	}
-	return err
+	return fmt.Errorf("eventstream: stream failed inside a message at offset %d: %w: %w", d.offset, io.ErrUnexpectedEOF, err)
+}
+
+// Discarded returns the length of the payload the last Decode skipped
+// (see DecoderOptions.DiscardPayloadsOver), or 0.
+func (d *Decoder) Discarded() int { return d.discarded }
+
+// decodeDiscarding decodes a message whose payload is skipped: the
+// prelude and headers are buffered, the payload and message CRC stream
+// through the buffer, checksummed.
+func (d *Decoder) decodeDiscarding(total, headersLen int) (*Message, error) {
+	head := preludeLen + headersLen
+	if err := d.fill(head); err != nil {
+		return nil, d.truncated(err)
+	}
+	crc := crc32.Update(0, crcTable, d.buf[d.start:d.start+head])
+	d.hdr = append(d.hdr[:0], d.buf[d.start+preludeLen:d.start+head]...)
+	d.start += head
+	consumed := head
+	for remain := total - head - 4; remain > 0; {
+		if d.end == d.start {
+			if err := d.fill(1); err != nil {
+				d.offset += int64(consumed)
+				return nil, d.truncated(err)
+			}
+		}
+		n := min(remain, d.end-d.start)
+		crc = crc32.Update(crc, crcTable, d.buf[d.start:d.start+n])
+		d.start += n
+		remain -= n
+		consumed += n
+	}
+	if err := d.fill(4); err != nil {
+		d.offset += int64(consumed)
+		return nil, d.truncated(err)
+	}
+	want := binary.BigEndian.Uint32(d.buf[d.start:])
+	d.start += 4
+	d.offset += int64(total)
+	if crc != want {
+		return nil, &ChecksumError{Checksum: MessageChecksum, Want: want, Got: crc}
+	}
+	h, err := decodeHeaders(d.hdr, d.msg.Headers, d.opts.MaxHeaders, &d.names)
+	d.msg.Headers = h
+	if err != nil {
+		return nil, err
+	}
+	d.msg.Payload = nil
+	d.discarded = total - head - 4
+	return &d.msg, nil
 }
 
 // minBufferLen is the initial size of a decoder's buffer.
@@ -130,6 +198,15 @@ func (d *Decoder) fill(n int) error {
 		// Slide the unread bytes to the front: the message fits.
 		d.end = copy(d.buf, d.buf[d.start:d.end])
 		d.start = 0
+	}
+	if d.start == d.end && len(d.buf) > keepBufferLen {
+		// Nothing buffered and a large buffer: give it back before a
+		// read that may block for long, so that an idle decoder holds no
+		// more than keepBufferLen, whatever it carried before.
+		d.reuse, _ = bufferClass(len(d.buf))
+		d.reuse++
+		d.putBuffer()
+		d.buf, d.start, d.end = nil, 0, 0
 	}
 	for empty := 0; d.end-d.start < n; {
 		if d.end == len(d.buf) {
@@ -165,10 +242,65 @@ func (d *Decoder) grow(n int) {
 		d.start = 0
 		return
 	}
-	nb := make([]byte, size)
+	if d.reuse > 0 && len(d.buf) <= keepBufferLen {
+		// The decoder gave a large buffer back while it waited: take
+		// one of that class again if the pool has it, rather than
+		// growing step by step from scratch.
+		if b, ok := bufferPools[d.reuse-1].Get().(*[]byte); ok {
+			d.end = copy(*b, d.buf[d.start:d.end])
+			d.start = 0
+			d.buf, d.pooled = *b, b
+			return
+		}
+	}
+	nb, np := getBuffer(size)
 	d.end = copy(nb, d.buf[d.start:d.end])
 	d.start = 0
-	d.buf = nb
+	d.putBuffer()
+	d.buf, d.pooled = nb, np
+}
+
+// keepBufferLen is the largest buffer a decoder keeps while it waits for
+// input; larger ones go back to bufferPools between messages.
+const keepBufferLen = 16 << 10
+
+// bufferPools holds decoder buffers larger than keepBufferLen by size
+// class (powers of two, up to 32 MiB), so that decoders carrying large
+// messages reuse buffers instead of each keeping its own.
+var bufferPools [12]sync.Pool // 32 KiB << i
+
+func bufferClass(size int) (int, bool) {
+	for i, c := 0, 32<<10; i < len(bufferPools); i, c = i+1, c<<1 {
+		if size <= c {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// getBuffer returns a buffer of at least size bytes and, for a pooled
+// size class, the pool's handle for it.
+func getBuffer(size int) ([]byte, *[]byte) {
+	i, ok := bufferClass(size)
+	if size <= keepBufferLen || !ok {
+		return make([]byte, size), nil
+	}
+	if p, ok := bufferPools[i].Get().(*[]byte); ok {
+		return *p, p
+	}
+	p := new([]byte)
+	*p = make([]byte, (32<<10)<<i)
+	return *p, p
+}
+
+// putBuffer gives d's pooled buffer, if any, back to its size class.
+func (d *Decoder) putBuffer() {
+	if d.pooled == nil {
+		return
+	}
+	i, _ := bufferClass(len(*d.pooled))
+	bufferPools[i].Put(d.pooled)
+	d.pooled = nil
 }
 
 // checkPrelude validates a 12-byte prelude against the limits and returns
