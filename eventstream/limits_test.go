@@ -468,7 +468,7 @@ func TestDecoderZeroAllocs(t *testing.T) {
 			}
 		}
 		decodeAll()
-		if a := testing.AllocsPerRun(20, decodeAll); a != 0 {
+		if a := testing.AllocsPerRun(20, decodeAll); a != 0 && !(raceEnabled && n > keepBufferLen) {
 			t.Errorf("payload %d: %v allocations per stream of 16 events", n, a)
 		}
 

@@ -2,6 +2,4 @@
 
 package eventstream
 
-// raceEnabled reports whether the race detector, which adds allocations of
-// its own, is on.
 const raceEnabled = false
