@@ -217,8 +217,8 @@ type Options struct {
 
 	// HealthCheckInterval is how long a connection may stay silent before
 	// an HTTP/2 PING checks the peer. 0 means DefaultHealthCheckInterval; a
-	// negative value disables health checks. Applies to the HTTP client
-	// this package builds.
+	// negative value disables health checks. Applies to the client's own
+	// HTTP/2 engine (with Options.HTTPClient, configure its transport).
 	HealthCheckInterval time.Duration
 
 	// HealthCheckTimeout is how long to wait for the PING acknowledgement

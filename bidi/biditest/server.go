@@ -437,12 +437,14 @@ func (s *Server) AWSConfig() aws.Config {
 	}
 }
 
-// Client returns a bidi client for the server: bidi.NewFromConfig with
-// AWSConfig, Region and BaseEndpoint, then optFns. Unless optFns set
-// Options.HTTPClient, the client uses the package's default transport
-// (bidi.NewHTTPClient, with the health checks of the resolved options)
-// trusting only the server's certificate, so that sessions run as they
-// would in production. Close closes its idle connections.
+// Client returns a *bidi.Client for the server (unlike httptest's
+// Server.Client, which returns an *http.Client: that one is HTTPClient):
+// bidi.NewFromConfig with AWSConfig, Region and BaseEndpoint, then optFns.
+// Unless optFns set Options.HTTPClient (the net/http escape hatch) or
+// RootCAs of their own, the client runs on bidi's own HTTP/2 engine
+// trusting only the server's certificate (Options.TLSConfig), so that
+// sessions run as they would in production. Close closes its idle
+// connections.
 func (s *Server) Client(optFns ...func(*bidi.Options)) *bidi.Client {
 	fns := make([]func(*bidi.Options), 0, len(optFns)+2)
 	fns = append(fns, func(o *bidi.Options) {
