@@ -269,8 +269,9 @@ func TestPipeFail(t *testing.T) {
 // TestEncodePartAllocs: encoding a part allocates nothing once the
 // session's buffers have grown.
 func TestEncodePartAllocs(t *testing.T) {
-	c := &Client{options: Options{Padding: BucketPadding{}, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}, padSem: make(chan struct{}, 1)}
-	s := &Session{c: c, opts: &c.options}
+	c := &Client{options: Options{Padding: BucketPadding{}, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}, padLock: newCtxLock()}
+	s := &Session{c: c, opts: &c.options, ctx: context.Background()}
+	s.state.init()
 	data := make([]byte, 256)
 	s.encodePart(context.Background(), Part{Data: data, Complete: true})
 	if n := testing.AllocsPerRun(100, func() {

@@ -30,10 +30,10 @@ type Client struct {
 	userAgent string
 	logOn     bool // a log mode is set and the logger is not logging.Nop
 
-	// padSem, a one-slot semaphore, serialises the reads of
-	// Options.PaddingSource, which the client's sessions share. Unlike a
-	// mutex, waiting for it is bounded by the sender's context and session.
-	padSem chan struct{}
+	// padLock serialises the reads of Options.PaddingSource, which the
+	// client's sessions share. Unlike a mutex, waiting for it is bounded by
+	// the sender's context and session.
+	padLock ctxLock
 }
 
 // NewFromConfig returns a Client configured from cfg (region, credentials,
@@ -42,7 +42,7 @@ type Client struct {
 // endpoint combined with FIPS, are reported by [Client.Open].
 func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
 	o := resolveOptions(cfg, optFns...)
-	c := &Client{options: o, signer: newSigner(), userAgent: userAgent, padSem: make(chan struct{}, 1)}
+	c := &Client{options: o, signer: newSigner(), userAgent: userAgent, padLock: newCtxLock()}
 	_, nop := o.Logger.(logging.Nop)
 	c.logOn = !nop && o.ClientLogMode != 0
 	if o.AppID != "" {
@@ -126,7 +126,7 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 	s := newSession(ctx, c, in)
 	a, err := s.newAttempt(1)
 	if err != nil {
-		s.abort(err)
+		s.end(err, phaseClosed, endDefinite)
 		return nil, err
 	}
 	if s.c.logOn {
@@ -139,9 +139,10 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 	select {
 	case <-s.pipe.dispatched:
 	case <-s.respReady:
-		if s.respErr != nil {
+		if s.resp == nil {
+			err := s.sessionErr()
 			s.Close()
-			return nil, s.respErr
+			return nil, err
 		}
 	case <-s.ctx.Done():
 		// The session may have ended after the model answered (a stream
@@ -150,7 +151,7 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 		// request that failed before the response headers fails Open.
 		select {
 		case <-s.respReady:
-			if s.respErr == nil {
+			if s.resp != nil {
 				return s, nil
 			}
 		default:

@@ -1,6 +1,7 @@
 package bidi
 
 import (
+	"context"
 	"crypto/rand"
 	"io"
 	"math/bits"
@@ -112,6 +113,86 @@ func appendPadding(dst []byte, n int, src io.Reader) ([]byte, error) {
 	l := len(dst)
 	dst = slices.Grow(dst, n)[:l+n]
 	if _, err := io.ReadFull(src, dst[l:]); err != nil {
+		return dst[:l], &paddingSourceError{err: err}
+	}
+	for i := l; i < len(dst); i++ {
+		dst[i] = padAlphabet[dst[i]&63]
+	}
+	return dst, nil
+}
+
+// padSource supplies one session's random padding bytes.
+type padSource interface {
+	// fill fills p with random bytes. ctx, and the end of the session or
+	// of its send side, bound any wait for a source shared with other
+	// sessions: the wait's end is reported as a *padWaitError.
+	fill(ctx context.Context, p []byte) error
+}
+
+// ownPad is a padding source of the session's own (a ChaCha8 generator or
+// a buffered crypto/rand): it never waits.
+type ownPad struct{ r io.Reader }
+
+func (o ownPad) fill(_ context.Context, p []byte) error {
+	_, err := io.ReadFull(o.r, p)
+	return err
+}
+
+// sharedPad is one session's access to Options.PaddingSource, which the
+// client's sessions share: every read of it (at most 4 KiB) holds the
+// client's padLock, so reads never overlap. The buffer is owned by the
+// holder of the session's send lock.
+type sharedPad struct {
+	lock ctxLock
+	r    io.Reader
+	s    *Session
+	buf  [4096]byte
+	off  int
+	end  int
+}
+
+func (sp *sharedPad) fill(ctx context.Context, p []byte) error {
+	for len(p) > 0 {
+		if sp.off == sp.end {
+			if err := sp.lock.Lock(ctx, sp.s.state.over, sp.s.ctx.Done()); err != nil {
+				return &padWaitError{err: err}
+			}
+			n, err := io.ReadAtLeast(sp.r, sp.buf[:], min(len(p), len(sp.buf)))
+			sp.lock.Unlock()
+			sp.off, sp.end = 0, n
+			if err != nil && n < min(len(p), len(sp.buf)) {
+				return err
+			}
+		}
+		c := copy(p, sp.buf[sp.off:sp.end])
+		sp.off += c
+		p = p[c:]
+	}
+	return nil
+}
+
+// padWaitError is a wait for a shared padding source that ended: ctx's
+// error, or errLockStopped when the session or its send side ended.
+type padWaitError struct{ err error }
+
+func (e *padWaitError) Error() string { return e.err.Error() }
+
+// fillPadding appends n printable padding bytes from src to dst, like
+// appendPadding. A failing source is a *paddingSourceError; a wait that
+// ended is returned as its cause (ctx's error, or errSendOver).
+func fillPadding(ctx context.Context, dst []byte, n int, src padSource) ([]byte, error) {
+	if n <= 0 {
+		return dst, nil
+	}
+	l := len(dst)
+	dst = slices.Grow(dst, n)[:l+n]
+	if err := src.fill(ctx, dst[l:]); err != nil {
+		if we, ok := err.(*padWaitError); ok {
+			if we.err == errLockStopped {
+				return dst[:l], errSendOver
+			}
+			return dst[:l], we.err
+		}
 		return dst[:l], &paddingSourceError{err: err}
 	}
 	for i := l; i < len(dst); i++ {

@@ -99,25 +99,15 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 }
 
 func (s *Session) lockRecv(ctx context.Context) error {
-	select {
-	case s.recvLock <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case s.recvLock <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.recvLock.Lock(ctx, nil, nil)
 }
 
-func (s *Session) unlockRecv() { <-s.recvLock }
+func (s *Session) unlockRecv() { s.recvLock.Unlock() }
 
 // nextItem returns the next received part, or the terminal error. The
 // receive lock is held.
 func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
-	if s.closed.Load() {
+	if s.state.userClosed.Load() {
 		return recvItem{}, ErrSessionClosed
 	}
 	if s.recvErr != nil {
@@ -140,7 +130,7 @@ func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 			}
 		}
 	}
-	if s.closed.Load() {
+	if s.state.userClosed.Load() {
 		return recvItem{}, ErrSessionClosed
 	}
 	if it.err != nil {
@@ -346,12 +336,12 @@ func (r *respReader) transportStopped() {
 		it := r.decode()
 		r.ahead = append(r.ahead, it)
 		if it.err != nil {
-			s.failSend(terminalSendError(it.err))
+			s.end(terminalSendError(it.err), phaseEnded, endDefinite)
 			return
 		}
 		size += it.size
 	}
-	s.failSendProvisional(fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded))
+	s.end(fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded), phaseEnded, endProvisional)
 }
 
 // sendClosedHint reports whether CloseSend was called. It is only a hint
@@ -382,7 +372,7 @@ func (s *Session) endRecv(err error, r *respReader) {
 	// past it (transportStopped).
 	r.dead = nil
 	cause := terminalSendError(err)
-	s.failSend(cause)
+	s.end(cause, phaseEnded, endDefinite)
 	if s.c.logOn {
 		s.logf(logging.Debug, "bidi: response stream of endpoint %q ended: %s", s.input.EndpointName, errorCode(err))
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	mathrand "math/rand/v2"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
@@ -144,12 +143,9 @@ func (s *Session) SendPart(ctx context.Context, p Part) error {
 // then reports the reason, and later calls of CloseSend and Send return
 // it).
 func (s *Session) CloseSend() error {
-	select {
-	case s.sendLock <- struct{}{}:
-	case <-s.ctx.Done():
-		// Pending Sends return promptly once the session is over.
-		s.sendLock <- struct{}{}
-	}
+	// No context bounds this wait: a pending Send returns promptly once the
+	// session is over, and otherwise finishes its message first.
+	s.sendLock.LockAlways()
 	defer s.unlockSend()
 	if s.sendClosed {
 		return nil
@@ -169,35 +165,25 @@ func (s *Session) CloseSend() error {
 }
 
 func (s *Session) lockSend(ctx context.Context) error {
-	select {
-	case s.sendLock <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case s.sendLock <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.sendFailed:
-		return s.sendCause()
-	case <-s.ctx.Done():
+	err := s.sendLock.Lock(ctx, s.state.over, s.ctx.Done())
+	if err == errLockStopped {
 		return s.sendCause()
 	}
+	return err
 }
 
-func (s *Session) unlockSend() { <-s.sendLock }
+func (s *Session) unlockSend() { s.sendLock.Unlock() }
 
 // sendable returns why Send cannot proceed, or nil. The send lock is held.
 func (s *Session) sendable() error {
-	if s.closed.Load() {
+	if s.state.userClosed.Load() {
 		return ErrSessionClosed
 	}
 	if s.sendClosed {
 		return ErrSendClosed
 	}
 	select {
-	case <-s.sendFailed:
+	case <-s.state.over:
 		return s.sendCause()
 	default:
 	}
@@ -209,12 +195,10 @@ func (s *Session) sendable() error {
 
 // sendCause returns the error that ended the send side.
 func (s *Session) sendCause() error {
-	if s.closed.Load() {
+	if s.state.userClosed.Load() {
 		return ErrSessionClosed
 	}
-	s.failMu.Lock()
-	err := s.sendErr
-	s.failMu.Unlock()
+	err := s.state.terminal()
 	if err == nil {
 		err = s.sessionErr()
 	}
@@ -229,7 +213,7 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 		return s.interrupted(err, midMessage)
 	}
 	select {
-	case <-s.sendFailed:
+	case <-s.state.over:
 		// The stream is over: nothing more reaches the model. Report why,
 		// leaving the session, and the messages Recv has yet to return,
 		// alone.
@@ -249,7 +233,7 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 			return nil
 		case err != nil:
 			select {
-			case <-s.sendFailed:
+			case <-s.state.over:
 				return s.sendCause()
 			default:
 				return s.interrupted(wrapEncodeError(err), midMessage)
@@ -259,7 +243,7 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 		case <-s.pipe.space:
 		case <-ctx.Done():
 			return s.interrupted(ctx.Err(), midMessage)
-		case <-s.sendFailed:
+		case <-s.state.over:
 			return s.sendCause()
 		case <-s.ctx.Done():
 			return s.sendCause()
@@ -280,27 +264,12 @@ func (s *Session) interrupted(err error, midMessage bool) error {
 		return err
 	}
 	ie := &SendInterruptedError{Err: err}
-	if !s.abortSend(ie) {
+	// Atomic with the reader recording why the stream ended: if it did
+	// first, that reason stands and the session is left alone.
+	if !s.end(ie, phaseClosed, endIfOpen) {
 		return s.sendCause()
 	}
 	return ie
-}
-
-// abortSend aborts the session with err, unless the send side has already
-// failed; it reports whether it did. The check and the abort are atomic
-// with respect to the reader recording why the stream ended.
-func (s *Session) abortSend(err error) bool {
-	s.failMu.Lock()
-	if s.sendErr != nil {
-		s.failMu.Unlock()
-		return false
-	}
-	s.sendErr, s.sendProvisional = err, false
-	close(s.sendFailed)
-	s.failMu.Unlock()
-	s.pipe.fail(err)
-	s.cancel(err)
-	return true
 }
 
 // errSendOver is returned by encodePart when it stopped waiting for the
@@ -331,19 +300,10 @@ func (s *Session) encodePart(ctx context.Context, p Part) error {
 	var pad []byte
 	if n := padLen(s.opts.Padding, len(p.Data)); n > 0 {
 		if s.padSrc == nil {
-			s.padSrc, s.padShared = s.c.paddingSource(s)
+			s.padSrc = s.c.paddingSource(s)
 		}
 		var err error
-		if sh := s.padShared; sh != nil {
-			sh.ctx = ctx
-			s.pad, err = appendPadding(s.pad[:0], n, s.padSrc)
-			if sh.waitErr != nil {
-				err, sh.waitErr = sh.waitErr, nil
-			}
-			sh.ctx = nil
-		} else {
-			s.pad, err = appendPadding(s.pad[:0], n, s.padSrc)
-		}
+		s.pad, err = fillPadding(ctx, s.pad[:0], n, s.padSrc)
 		if err != nil {
 			return err
 		}
@@ -355,67 +315,18 @@ func (s *Session) encodePart(ctx context.Context, p Part) error {
 }
 
 // paddingSource returns session s's source of padding bytes: for
-// Options.PaddingSource, a buffered [sharedSource] (also returned), whose
-// reads the client's sessions take turns at; or by default a ChaCha8
-// generator (a cryptographically strong one) of the session's own, seeded
-// from crypto/rand, which costs one 32-byte read per session instead of a
-// system call per few parts, and takes no turns.
-func (c *Client) paddingSource(s *Session) (io.Reader, *sharedSource) {
+// Options.PaddingSource, a [sharedPad] whose reads the client's sessions
+// take turns at; or by default a ChaCha8 generator (a cryptographically
+// strong one) of the session's own, seeded from crypto/rand, which costs
+// one 32-byte read per session instead of a system call per few parts,
+// and takes no turns.
+func (c *Client) paddingSource(s *Session) padSource {
 	if src := c.options.PaddingSource; src != nil {
-		sh := &sharedSource{sem: c.padSem, r: src, s: s}
-		return newPadReader(sh), sh
+		return &sharedPad{lock: c.padLock, r: src, s: s}
 	}
 	var seed [32]byte
 	if _, err := rand.Read(seed[:]); err != nil {
-		return newPadReader(nil), nil
+		return ownPad{newPadReader(nil)}
 	}
-	return mathrand.NewChaCha8(seed), nil
-}
-
-// sharedSource is one session's access to Options.PaddingSource, which
-// the client's sessions share: a read holds the client's one-slot
-// semaphore, so reads never overlap. Waiting for it is bounded, as every
-// wait of Send is, by the context of the Send being served (ctx, set by
-// encodePart around each use) and by the end of the session or of its
-// send side; the reason the wait ended is left in waitErr. Only the
-// sender holding the session's send lock uses it.
-type sharedSource struct {
-	sem chan struct{}
-	r   io.Reader
-	s   *Session
-
-	ctx     context.Context
-	waitErr error
-}
-
-func (l *sharedSource) Read(p []byte) (int, error) {
-	if err := l.acquire(); err != nil {
-		l.waitErr = err
-		return 0, err
-	}
-	defer func() { <-l.sem }()
-	return l.r.Read(p)
-}
-
-// acquire takes the semaphore, or returns ctx's error or errSendOver.
-func (l *sharedSource) acquire() error {
-	select {
-	case l.sem <- struct{}{}:
-		return nil
-	default:
-	}
-	ctx := l.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	select {
-	case l.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-l.s.sendFailed:
-		return errSendOver
-	case <-l.s.ctx.Done():
-		return errSendOver
-	}
+	return ownPad{mathrand.NewChaCha8(seed)}
 }

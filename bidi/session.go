@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"sync"
 	"sync/atomic"
 
 	"github.com/aws/smithy-go/logging"
@@ -59,15 +58,18 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 //
 // Lifetime: a session ends when the service ends the stream, when it
 // fails, when the context given to Open is cancelled, or when Close is
-// called. A session starts one goroutine of its own (it waits for the
-// response, retries the open when allowed and reads the response stream)
-// besides the transport's request writer; Close or the cancellation
-// unblocks every pending Send, Recv and Response, aborts the HTTP/2 stream
-// and makes those goroutines exit. After a failure, Send and Recv return
+// called. A session runs one goroutine of its own (it waits for the
+// response, retries the open when allowed and reads the response stream);
+// its request body is written by its connection's shared writer, so an
+// idle session costs that one goroutine. Close or the cancellation
+// unblocks every pending Send, Recv and Response, resets the HTTP/2 stream
+// and makes that goroutine exit. The phases a session goes through are
+// described at [phase] (state.go). After a failure, Send and Recv return
 // the cause: a typed error such as [*ResponseError] or [*ModelStreamError],
 // or an error wrapping io.ErrUnexpectedEOF or matching [ErrDeadPeer]; Recv
 // returns io.EOF only when the service ended the stream cleanly.
 type Session struct {
+	// Set by newSession, read-only after.
 	c     *Client
 	opts  *Options
 	input OpenInput
@@ -75,57 +77,46 @@ type Session struct {
 
 	// ctx is the session's lifetime, derived from Open's context; every
 	// HTTP attempt's context derives from it. It is cancelled, with the
-	// terminal error as cause, when the session fails or is closed.
+	// terminal error as cause, when the session reaches phaseClosed, and
+	// with ErrStreamEnded once a clean end was delivered to the queue.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	closed atomic.Bool
 
-	// sendErr is why Send can no longer work; sendFailed is closed when it
-	// is set. It is set when the session fails or is closed, and also when
-	// the response stream ends while undelivered messages are still queued
-	// for Recv. When only the parent context was cancelled it stays unset
-	// and the context's cause applies. A provisional sendErr (the stream
-	// ended, its reason not decoded yet) is replaced by the first definite
-	// one.
-	failMu          sync.Mutex
-	sendErr         error
-	sendProvisional bool
-	sendFailed      chan struct{}
+	// state is the phase and the one terminal-error slot (see end).
+	state sessionState
 
-	// Send side; sendLock (a one-slot semaphore) guards the fields below
-	// it, except pipe, which has its own lock.
-	sendLock   chan struct{}
+	// Send side. sendLock guards the fields below it, except pipe, which
+	// has its own lock.
+	sendLock   ctxLock
 	sendClosed bool
 	partOpen   bool // a message begun with SendPart is not complete
 	maxPart    int
 	hdrs       eventstream.Headers
 	msg        eventstream.Message
 	pad        []byte
-	padSrc     io.Reader
-	padShared  *sharedSource // padSrc's shared source, if any
+	padSrc     padSource
 	pipe       sendPipe
 
-	// Response headers, set once by the run goroutine before respReady is
-	// closed.
+	// Response head: set once by the run goroutine before respReady is
+	// closed; resp stays nil when the session ended before it (the
+	// terminal error then says why).
 	respReady chan struct{}
 	resp      *Response
-	respErr   error
 
 	// Receive side: the run goroutine decodes the response stream into
-	// recvQ (bounded by count and recvQueueBytes); recvLock guards the
-	// fields below it.
+	// recvQ (bounded by count and recvQueueBytes; queued counts its
+	// bytes, recvSpace signals room). recvLock guards the fields below it.
 	recvQ      chan recvItem
 	queued     atomic.Int64
 	recvSpace  chan struct{}
-	recvLock   chan struct{}
+	recvLock   ctxLock
 	asm        *reassembler
 	recvErr    error // sticky terminal receive error
 	midMessage bool  // the last part received was PARTIAL
 	maxMessage int
 
-	// refusals counts the attempts the server refused; owned by the run
-	// goroutine.
-	refusals int
+	// Owned by the run goroutine.
+	refusals int // attempts the server refused
 }
 
 // recvQueueItems and recvQueueBytes bound the messages the session reads
@@ -144,13 +135,12 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 		opts:       &c.options,
 		input:      *in,
 		url:        invocationURL(c.endpoint, in.EndpointName),
-		sendFailed: make(chan struct{}),
-		sendLock:   make(chan struct{}, 1),
+		sendLock:   newCtxLock(),
 		maxPart:    c.options.MaxPartSize,
 		respReady:  make(chan struct{}),
 		recvQ:      make(chan recvItem, recvQueueItems),
 		recvSpace:  make(chan struct{}, 1),
-		recvLock:   make(chan struct{}, 1),
+		recvLock:   newCtxLock(),
 		asm:        newReassembler(c.options.MaxMessageSize),
 		maxMessage: c.options.MaxMessageSize,
 	}
@@ -160,6 +150,7 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 	if s.maxMessage <= 0 {
 		s.maxMessage = DefaultMaxMessageSize
 	}
+	s.state.init()
 	s.ctx, s.cancel = context.WithCancelCause(parent)
 	s.pipe.init(c.options.ReplayLimit, s.ctx.Done())
 	return s
@@ -174,22 +165,31 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 func (s *Session) Response(ctx context.Context) (*Response, error) {
 	select {
 	case <-s.respReady:
-		return s.resp, s.respErr
+		return s.answer()
 	default:
 	}
 	select {
 	case <-s.respReady:
-		return s.resp, s.respErr
+		return s.answer()
 	case <-s.ctx.Done():
 		select {
 		case <-s.respReady:
-			return s.resp, s.respErr
+			return s.answer()
 		default:
 		}
 		return nil, s.sessionErr()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// answer returns the response head, or why there is none; respReady is
+// closed.
+func (s *Session) answer() (*Response, error) {
+	if s.resp != nil {
+		return s.resp, nil
+	}
+	return nil, s.sessionErr()
 }
 
 // Close ends the session at once: it aborts the HTTP/2 stream (no end
@@ -199,12 +199,12 @@ func (s *Session) Response(ctx context.Context) (*Response, error) {
 // wait for them. Close is safe to call more than once and concurrently;
 // it always returns nil.
 func (s *Session) Close() error {
-	if s.closed.CompareAndSwap(false, true) {
+	if s.state.userClosed.CompareAndSwap(false, true) {
 		if s.c.logOn {
 			s.logf(logging.Debug, "bidi: closing session with endpoint %q", s.input.EndpointName)
 		}
 	}
-	s.abort(ErrSessionClosed)
+	s.end(ErrSessionClosed, phaseClosed, endDefinite)
 	return nil
 }
 
@@ -216,41 +216,13 @@ func (s *Session) Context() context.Context { return s.ctx }
 
 // sessionErr returns the terminal error of a cancelled session.
 func (s *Session) sessionErr() error {
-	if s.closed.Load() {
+	if s.state.userClosed.Load() {
 		return ErrSessionClosed
 	}
 	if err := context.Cause(s.ctx); err != nil {
 		return err
 	}
 	return ErrSessionClosed
-}
-
-// failSend records why Send can no longer work; the first reason wins,
-// except over a provisional one.
-func (s *Session) failSend(err error) { s.setSendErr(err, false) }
-
-// failSendProvisional records a stand-in reason why Send can no longer
-// work, for when the real one is not known yet: the first definite reason
-// recorded later replaces it.
-func (s *Session) failSendProvisional(err error) { s.setSendErr(err, true) }
-
-func (s *Session) setSendErr(err error, provisional bool) {
-	s.failMu.Lock()
-	switch {
-	case s.sendErr == nil:
-		s.sendErr, s.sendProvisional = err, provisional
-		close(s.sendFailed)
-	case s.sendProvisional && !provisional:
-		s.sendErr, s.sendProvisional = err, false
-	}
-	s.failMu.Unlock()
-}
-
-// abort ends the session with err (the first error wins).
-func (s *Session) abort(err error) {
-	s.failSend(err)
-	s.pipe.fail(err)
-	s.cancel(err)
 }
 
 // attempt is one HTTP request of a session; a retried open makes another.
@@ -366,6 +338,7 @@ func (s *Session) run(a *attempt) {
 		// The model has answered: never retry from here on.
 		s.pipe.stopReplay()
 		s.resp = responseOf(resp)
+		s.state.advance(phaseStreaming)
 		close(s.respReady)
 		if s.c.logOn {
 			s.logf(logging.Debug, "bidi: session with endpoint %q answered: HTTP %d after %d attempt(s)", s.input.EndpointName, resp.StatusCode, a.n)
@@ -427,17 +400,15 @@ func (s *Session) retry(a *attempt, err error) bool {
 	return true
 }
 
-// fail ends a session whose response headers never came (or were an
-// error): the error becomes the answer of Response and the session's
-// terminal error.
+// fail ends a session whose response head never came (or was an error):
+// the error becomes the terminal error, which Response then returns.
 func (s *Session) fail(err error) {
 	if s.ctx.Err() != nil {
 		err = s.sessionErr()
 	}
-	s.respErr = err
+	s.end(err, phaseClosed, endDefinite)
 	close(s.respReady)
 	s.logf(logging.Debug, "bidi: session with endpoint %q failed before the model answered: %s", s.input.EndpointName, errorCode(err))
-	s.abort(err)
 }
 
 // transportError maps an error of the HTTP client to the session's terms:

@@ -129,7 +129,10 @@ func (d *Decoder) truncated(err error) error {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return fmt.Errorf("eventstream: stream ended inside a message at offset %d (%d of its bytes read): %w", d.offset, d.end-d.start, io.ErrUnexpectedEOF)
 	}
-	return fmt.Errorf("eventstream: stream failed inside a message at offset %d: %w: %w", d.offset, io.ErrUnexpectedEOF, err)
+	if d.end > d.start {
+		return fmt.Errorf("eventstream: stream failed inside a message at offset %d (%d of its bytes read): %w: %w", d.offset, d.end-d.start, io.ErrUnexpectedEOF, err)
+	}
+	return err
 }
 
 // Discarded returns the length of the payload the last Decode skipped
