@@ -7,19 +7,19 @@ import (
 
 // phase is where a session is in its life. A session only moves forward:
 //
-//	opening ──► awaiting ──► streaming ──► ended ──► closed
-//	   │           │             │                     ▲
-//	   └───────────┴─────────────┴─────── failed ──────┘
+//		opening ──► awaiting ──► streaming ──► ended ──► closed
+//		   │           │             │                     ▲
+//		   └───────────┴─────────────┴─────── failed ──────┘
 //
-//   - opening: Open validates, retrieves credentials, signs and waits for a
-//     connection slot (and, on a retried open, backs off).
-//   - awaiting: the request head is sent; Send may queue messages; the
-//     response head has not arrived.
-//   - streaming: the model answered 200; both directions are open.
-//   - ended: the response stream is over (cleanly or with the model's
-//     error): Send reports why, Recv returns what was received first.
-//   - closed: Close was called, a context ended or the session failed:
-//     every call returns the terminal error.
+//	  - opening: Open validates, retrieves credentials, signs and waits for a
+//	    connection slot (and, on a retried open, backs off).
+//	  - awaiting: the request head is sent; Send may queue messages; the
+//	    response head has not arrived.
+//	  - streaming: the model answered 200; both directions are open.
+//	  - ended: the response stream is over (cleanly or with the model's
+//	    error): Send reports why, Recv returns what was received first.
+//	  - closed: Close was called, a context ended or the session failed:
+//	    every call returns the terminal error.
 type phase uint32
 
 const (
