@@ -27,6 +27,9 @@ const (
 	writeBufferSize            = 64 << 10
 	readBufferSize             = 32 << 10
 	maxDataFramePayloadWritten = 64<<10 + 512
+	goAwayGrace                = 250 * time.Millisecond
+	maxGoAwayReason            = 256
+	initialWindow              = 65535
 )
 
 // Config configures a [Transport]. The zero value of every field means its
@@ -65,7 +68,8 @@ type Config struct {
 	PingTimeout  time.Duration
 
 	// StreamWindow and ConnWindow are the receive windows advertised for
-	// each stream and for the connection. 0 means the defaults.
+	// each stream and for the connection. 0 means the defaults; a
+	// ConnWindow below 65,535 (HTTP/2's initial window) means 65,535.
 	StreamWindow int32
 	ConnWindow   int32
 
@@ -118,7 +122,8 @@ func (c *Config) streamWindow() int32 {
 
 func (c *Config) connWindow() int32 {
 	if c.ConnWindow > 0 {
-		return c.ConnWindow
+		// The connection window starts at 65,535 and can only be grown.
+		return max(c.ConnWindow, initialWindow)
 	}
 	return DefaultConnWindow
 }

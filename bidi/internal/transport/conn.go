@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -28,6 +29,7 @@ type conn struct {
 	e     endpoint
 	nc    net.Conn
 	br    *bufio.Reader
+	guard frameGuard    // between br and the framer; owned by the read loop
 	bw    *bufio.Writer // owned by the writer (by the handshake before)
 	fr    *http2.Framer
 	henc  *hpack.Encoder // owned by the writer
@@ -62,6 +64,9 @@ type conn struct {
 	responses      int // PING and SETTINGS acknowledgements queued
 	goingAway      bool
 	goAwayLastID   uint32
+	goAwayErr      *ConnError // the peer's GOAWAY: the error of streams it cuts off
+	sendGoAway     bool       // a connection error: the writer sends GOAWAY(goAwayCode), then closes
+	goAwayCode     http2.ErrCode
 	processed      bool // some stream got a response head
 	closing        bool // a graceful close is queued
 	err            error
@@ -111,7 +116,8 @@ func newConn(t *Transport, e endpoint, nc net.Conn) *conn {
 		sendWindow:     65535,
 		recvWindow:     t.cfg.connWindow(),
 	}
-	cc.fr = http2.NewFramer(cc.bw, cc.br)
+	cc.guard.r = cc.br
+	cc.fr = http2.NewFramer(cc.bw, &cc.guard)
 	cc.fr.SetMaxReadFrameSize(defaultMaxFrameSize)
 	cc.fr.MaxHeaderListSize = DefaultMaxHeaderListSize
 	cc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
@@ -138,14 +144,25 @@ func (cc *conn) handshake() error {
 		return err
 	}
 	if head, err := cc.br.Peek(9); err != nil {
-		return fmt.Errorf("%w: %s closed the connection before its SETTINGS (%v)", ErrNotHTTP2, cc.e.addr, err)
+		if isTimeout(err) {
+			return err // silent, not another protocol: dial reports the timeout
+		}
+		hint := ""
+		if cc.e.scheme == "http" {
+			hint = "; if it serves TLS, use an https:// URL"
+		}
+		return fmt.Errorf("%w: %s closed the connection before its SETTINGS (%v)%s", ErrNotHTTP2, cc.e.addr, err, hint)
 	} else if bytes.HasPrefix(head, []byte("HTTP/")) {
 		return fmt.Errorf("%w: %s answered in HTTP/1", ErrNotHTTP2, cc.e.addr)
 	} else if head[0] == 0x15 || head[0] == 0x16 {
 		return fmt.Errorf("%w: %s speaks TLS (use an https:// URL)", ErrNotHTTP2, cc.e.addr)
 	}
 	f, err := cc.fr.ReadFrame()
+	cc.guard.n = 0
 	if err != nil {
+		if isTimeout(err) {
+			return err
+		}
 		return fmt.Errorf("%w: %s: reading the server's SETTINGS: %v", ErrNotHTTP2, cc.e.addr, err)
 	}
 	sf, ok := f.(*http2.SettingsFrame)
@@ -157,6 +174,36 @@ func (cc *conn) handshake() error {
 	}
 	cc.fr.WriteSettingsAck()
 	return cc.bw.Flush()
+}
+
+// frameGuard bounds the bytes one call of the framer's ReadFrame may
+// consume. A header block is read whole inside that call, CONTINUATION
+// after CONTINUATION; the framer bounds the decoded header list but not a
+// flood of empty CONTINUATION frames, which would hold the read loop
+// forever.
+type frameGuard struct {
+	r io.Reader
+	n int // bytes read since the last ReadFrame returned
+}
+
+// maxFrameReadBytes is more than a header block of
+// DefaultMaxHeaderListSize takes, with its frame headers.
+const maxFrameReadBytes = 2*DefaultMaxHeaderListSize + 64<<10
+
+var errHeaderBlockTooLong = errors.New("header block longer than the header list limit allows (CONTINUATION flood)")
+
+func (g *frameGuard) Read(p []byte) (int, error) {
+	if g.n > maxFrameReadBytes {
+		return 0, errHeaderBlockTooLong
+	}
+	n, err := g.r.Read(p)
+	g.n += n
+	return n, err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // start runs the read loop and the writer and arms the health check.
@@ -386,24 +433,28 @@ func (cc *conn) fail(err error) {
 	if cc.pingTimer != nil {
 		cc.pingTimer.Stop()
 	}
+	goAway := cc.sendGoAway
 	cc.mu.Unlock()
-	cc.nc.Close()
+	if goAway {
+		// The writer sends the GOAWAY and closes the socket as it exits
+		// (it sees done); the deadline bounds its last writes against a
+		// peer that does not read.
+		cc.nc.SetWriteDeadline(time.Now().Add(goAwayGrace))
+	} else {
+		cc.nc.Close()
+	}
 	if cc.p != nil {
 		cc.p.remove(cc)
 	}
 }
 
 // connError closes the connection after a protocol violation of the
-// peer: GOAWAY with code, then close.
+// peer: its streams fail at once with a *ConnError, and the writer sends
+// GOAWAY with code before it closes the socket.
 func (cc *conn) connError(code http2.ErrCode, reason string) {
 	cc.mu.Lock()
 	if cc.err == nil {
-		// Best effort: the writer may be blocked; the GOAWAY is written
-		// directly only if the writer is not using the framer, so it is
-		// queued and the connection closed right after a short grace.
-		cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlGoAway, n: uint32(code)})
-		cc.closing = true
-		cc.wakeWriter()
+		cc.sendGoAway, cc.goAwayCode = true, code
 	}
 	cc.mu.Unlock()
 	cc.fail(&ConnError{Code: code, Reason: reason})
@@ -414,6 +465,16 @@ func (cc *conn) applySettings(sf *http2.SettingsFrame) error {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	return sf.ForeachSetting(func(st http2.Setting) error {
+		// Out-of-range values (a zero MAX_FRAME_SIZE, a window above
+		// 2^31-1) are connection errors, never applied.
+		if err := st.Valid(); err != nil {
+			code := http2.ErrCodeProtocol
+			var ce http2.ConnectionError
+			if errors.As(err, &ce) {
+				code = http2.ErrCode(ce)
+			}
+			return &ConnError{Code: code, Reason: fmt.Sprintf("invalid setting %v", st)}
+		}
 		switch st.ID {
 		case http2.SettingMaxConcurrentStreams:
 			cc.peerMaxStreams = st.Val

@@ -50,7 +50,23 @@ func endpointOf(u *url.URL) (endpoint, error) {
 // configured for https), TLS with ALPN "h2" (or none for h2c), the client
 // preface and SETTINGS, and the server's first SETTINGS frame, all within
 // DialTimeout and ctx.
+//
+// Its errors are ErrNotHTTP2 (wrapped) for a peer that speaks something
+// else, and a *ConnError for the others: its Cause is the network error,
+// context.DeadlineExceeded after DialTimeout, or context.Canceled after
+// Transport.Close.
 func (t *Transport) dial(ctx context.Context, e endpoint) (*conn, error) {
+	cc, err := t.dialConn(ctx, e)
+	if err != nil && !errors.Is(err, ErrNotHTTP2) {
+		var ce *ConnError
+		if !errors.As(err, &ce) {
+			err = &ConnError{Reason: "dial " + e.addr, Cause: err}
+		}
+	}
+	return cc, err
+}
+
+func (t *Transport) dialConn(ctx context.Context, e endpoint) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.dialTimeout())
 	defer cancel()
 	nc, err := t.dialTCP(ctx, e)
@@ -72,14 +88,19 @@ func (t *Transport) dial(ctx context.Context, e endpoint) (*conn, error) {
 	cc := newConn(t, e, nc)
 	if err := cc.handshake(); err != nil {
 		nc.Close()
-		if ctx.Err() != nil && !errors.Is(err, ErrNotHTTP2) {
-			return nil, fmt.Errorf("dial %s: %w", e.addr, context.Cause(ctx))
+		if ctx.Err() != nil {
+			// The deadline (or Close) cut the handshake short: a peer
+			// that is silent, not one that speaks another protocol.
+			return nil, &ConnError{Reason: "dial " + e.addr + ": no SETTINGS from the server in time", Cause: context.Cause(ctx)}
+		}
+		if isTimeout(err) {
+			return nil, &ConnError{Reason: "dial " + e.addr + ": no SETTINGS from the server in time", Cause: context.DeadlineExceeded}
 		}
 		return nil, err
 	}
 	if !stop() {
 		nc.Close()
-		return nil, fmt.Errorf("dial %s: %w", e.addr, context.Cause(ctx))
+		return nil, &ConnError{Reason: "dial " + e.addr, Cause: context.Cause(ctx)}
 	}
 	nc.SetDeadline(time.Time{})
 	return cc, nil
@@ -173,6 +194,14 @@ func (t *Transport) handshakeTLS(ctx context.Context, nc net.Conn, e endpoint) (
 	tc := tls.Client(nc, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		nc.Close()
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Op == "remote error" && oe.Err != nil && oe.Err.Error() == "tls: no application protocol" {
+			// The server's ALPN list has no "h2": an HTTP/1 server.
+			return nil, fmt.Errorf("%w: the server at %s does not offer h2 through ALPN (%v)", ErrNotHTTP2, e.addr, err)
+		}
+		if ctx.Err() != nil {
+			return nil, &ConnError{Reason: "dial " + e.addr + ": TLS handshake", Cause: context.Cause(ctx)}
+		}
 		return nil, err
 	}
 	if p := tc.ConnectionState().NegotiatedProtocol; p != http2.NextProtoTLS {

@@ -65,6 +65,8 @@ type ConnError struct {
 
 func (e *ConnError) Error() string {
 	switch {
+	case e.Remote && e.Reason != "":
+		return fmt.Sprintf("connection closed by the server (GOAWAY %v: %q)", e.Code, e.Reason)
 	case e.Remote:
 		return fmt.Sprintf("connection closed by the server (GOAWAY %v)", e.Code)
 	case e.Cause != nil && e.Reason != "":

@@ -126,7 +126,8 @@ type pool struct {
 	conns    []*conn
 	waiters  []*waiter // FIFO
 	dialing  bool      // a dial is in flight (at most one)
-	failures int       // consecutive failed or refused dials
+	closed   bool      // Transport.Close: no more waiters or connections
+	failures int       // consecutive failed or refused dials, or connections that processed no stream
 	refusals int       // consecutive connections that allowed no stream
 	nextDial time.Time // no dial before, after failures
 }
@@ -146,6 +147,10 @@ func (p *pool) acquire(ctx context.Context) (*conn, error) {
 		return nil, context.Cause(ctx)
 	}
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
 	if cc := p.pickLocked(); cc != nil {
 		p.mu.Unlock()
 		return cc, nil
@@ -249,6 +254,13 @@ func (p *pool) dial(delay time.Duration) {
 	}
 	p.mu.Lock()
 	p.dialing = false
+	if err == nil && p.closed {
+		// Transport.Close ran during the dial: the connection is not
+		// pooled, and nobody waits for it.
+		p.mu.Unlock()
+		cc.nc.Close()
+		return
+	}
 	if err != nil {
 		p.failedLocked()
 		ws := p.waiters
@@ -284,9 +296,25 @@ func (p *pool) dial(delay time.Duration) {
 		p.mu.Unlock()
 		return
 	}
-	p.failures, p.refusals = 0, 0
+	// failures is reset only once the connection processes a stream
+	// (succeeded): a server that accepts connections and sends every one
+	// away (GOAWAY with last stream ID 0) meets a growing backoff.
+	p.refusals = 0
 	p.conns = append(p.conns, cc)
 	p.serveLocked()
+	// Waiters that gave up during the dial leave it without a stream:
+	// it is idle from the start.
+	cc.mu.Lock()
+	cc.slotFreedLocked()
+	cc.mu.Unlock()
+	p.mu.Unlock()
+}
+
+// succeeded records that a connection processed a stream: the dial
+// backoff starts again from zero.
+func (p *pool) succeeded() {
+	p.mu.Lock()
+	p.failures = 0
 	p.mu.Unlock()
 }
 
@@ -323,7 +351,8 @@ func (p *pool) closeIdle() {
 	var idle []*conn
 	for _, cc := range p.conns {
 		cc.mu.Lock()
-		if cc.slots == 0 {
+		if cc.slots == 0 && cc.err == nil {
+			cc.closing = true // no slot is reserved on it from now on
 			idle = append(idle, cc)
 		}
 		cc.mu.Unlock()
@@ -336,6 +365,7 @@ func (p *pool) closeIdle() {
 
 func (p *pool) closeAll() {
 	p.mu.Lock()
+	p.closed = true
 	conns := append([]*conn(nil), p.conns...)
 	ws := p.waiters
 	p.waiters = nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -15,6 +16,7 @@ import (
 func (cc *conn) readLoop() {
 	for {
 		f, err := cc.fr.ReadFrame()
+		cc.guard.n = 0
 		if se := (http2.StreamError{}); errors.As(err, &se) {
 			// A malformed frame on one stream (a bad header field, for
 			// example): the framer's state is intact, so only that
@@ -49,12 +51,25 @@ func (cc *conn) readError(err error) {
 			reason = d.Error()
 		}
 		cc.connError(http2.ErrCode(ce), reason)
+	case errors.Is(err, errHeaderBlockTooLong):
+		cc.connError(http2.ErrCodeProtocol, err.Error())
 	case errors.Is(err, http2.ErrFrameTooLarge):
 		cc.connError(http2.ErrCodeFrameSize, "frame larger than SETTINGS_MAX_FRAME_SIZE")
-	case err == io.EOF:
-		cc.fail(&ConnError{Reason: "server closed the connection", Cause: io.ErrUnexpectedEOF})
 	default:
-		cc.fail(&ConnError{Cause: err})
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		cc.mu.Lock()
+		ga := cc.goAwayErr
+		cc.mu.Unlock()
+		if ga != nil {
+			// The server said why it closed: its GOAWAY.
+			cc.fail(&ConnError{Code: ga.Code, Remote: true, Reason: ga.Reason, Cause: err})
+		} else if err == io.ErrUnexpectedEOF {
+			cc.fail(&ConnError{Reason: "server closed the connection", Cause: err})
+		} else {
+			cc.fail(&ConnError{Cause: err})
+		}
 	}
 }
 
@@ -66,7 +81,7 @@ func (cc *conn) handle(f http2.Frame) error {
 	case *http2.MetaHeadersFrame:
 		return cc.onHeaders(f)
 	case *http2.RSTStreamFrame:
-		cc.onReset(f)
+		return cc.onReset(f)
 	case *http2.SettingsFrame:
 		if f.IsAck() {
 			return nil
@@ -154,9 +169,13 @@ func (cc *conn) onData(f *http2.DataFrame) error {
 		cc.streamError(s.id, http2.ErrCodeProtocol, errors.New("DATA before the response headers"))
 		return nil
 	}
-	if err := s.onData(f.Data(), n, f.StreamEnded()); err != nil {
+	inc, err := s.onData(f.Data(), n, f.StreamEnded())
+	if err != nil {
 		cc.streamError(s.id, http2.ErrCodeFlowControl, err)
 		return nil
+	}
+	if inc > 0 {
+		cc.queueWindowUpdate(s, uint32(inc))
 	}
 	if f.StreamEnded() {
 		cc.endedRemotely(s)
@@ -212,8 +231,12 @@ func (cc *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return nil // 1xx: wait for the final response
 	}
 	cc.mu.Lock()
+	first := !cc.processed
 	cc.processed = true
 	cc.mu.Unlock()
+	if first {
+		cc.p.succeeded()
+	}
 	s.onResponse(resp)
 	if f.StreamEnded() {
 		s.onEnd()
@@ -255,18 +278,23 @@ func (cc *conn) streamError(id uint32, code http2.ErrCode, cause error) {
 	cc.p.changed()
 }
 
-func (cc *conn) onReset(f *http2.RSTStreamFrame) {
+func (cc *conn) onReset(f *http2.RSTStreamFrame) error {
 	cc.mu.Lock()
 	s := cc.streams[f.StreamID]
 	if s == nil {
+		idle := f.StreamID%2 == 0 || f.StreamID >= cc.nextID
 		cc.mu.Unlock()
-		return
+		if idle {
+			return &ConnError{Code: http2.ErrCodeProtocol, Reason: fmt.Sprintf("RST_STREAM on stream %d, which was never opened", f.StreamID)}
+		}
+		return nil
 	}
 	s.localDone, s.remoteDone = true, true
 	cc.removeLocked(s)
 	cc.mu.Unlock()
 	s.fail(&StreamError{StreamID: f.StreamID, Code: f.ErrCode, Remote: true})
 	cc.p.changed()
+	return nil
 }
 
 // onGoAway stops new streams on the conn and refuses the streams the
@@ -275,6 +303,11 @@ func (cc *conn) onGoAway(f *http2.GoAwayFrame) {
 	cc.mu.Lock()
 	cc.goingAway = true
 	cc.goAwayLastID = f.LastStreamID
+	reason := f.DebugData()
+	if len(reason) > maxGoAwayReason {
+		reason = reason[:maxGoAwayReason]
+	}
+	cc.goAwayErr = &ConnError{Code: f.ErrCode, Remote: true, Reason: strings.ToValidUTF8(string(reason), "\uFFFD")}
 	unprocessed := !cc.processed && f.LastStreamID == 0
 	var refused []*Stream
 	for id, s := range cc.streams {

@@ -196,18 +196,19 @@ var errStreamClosed = errors.New("stream closed")
 // later reads, unless it is over already.
 func (s *Stream) cancel(err error) {
 	s.fail(err)
+	s.mu.Lock()
+	s.rbuf.release() // this side gave up: nobody reads them
+	s.mu.Unlock()
 	s.cc.resetStream(s, http2.ErrCodeCancel)
 }
 
 // fail sets the stream's terminal error unless it ended first, and wakes
-// every waiter. It does not touch the connection.
+// every waiter. The bytes received before stay readable: Read returns
+// them, then the error. It does not touch the connection.
 func (s *Stream) fail(err error) {
 	s.mu.Lock()
 	if s.err == nil && !s.eof {
 		s.err = err
-	}
-	if s.err != nil || s.eof {
-		s.rbuf.release()
 	}
 	s.closeDoneLocked()
 	s.mu.Unlock()
@@ -231,17 +232,21 @@ func (s *Stream) closeDoneLocked() {
 
 // onData takes a DATA frame's payload (data, its flow-controlled length
 // n including padding). It returns a stream error if the peer exceeded
-// the stream window. Called by the read loop.
-func (s *Stream) onData(data []byte, n int32, end bool) error {
+// the stream window, else the window increment to send now (padding,
+// which is never read, is given back as if it had been read). Called by
+// the read loop.
+func (s *Stream) onData(data []byte, n int32, end bool) (int32, error) {
 	s.mu.Lock()
 	if n > s.recvWindow {
 		s.mu.Unlock()
-		return errFlowControl
+		return 0, errFlowControl
 	}
 	s.recvWindow -= n
+	var inc int32
 	if s.err == nil && !s.eof {
-		// Padding is given back at once: it is never read.
-		s.unacked += n - int32(len(data))
+		if pad := n - int32(len(data)); pad > 0 {
+			inc = s.consumedLocked(pad)
+		}
 		s.rbuf.write(data)
 		if end {
 			s.eof = true
@@ -252,7 +257,7 @@ func (s *Stream) onData(data []byte, n int32, end bool) error {
 	}
 	s.mu.Unlock()
 	s.wake()
-	return nil
+	return inc, nil
 }
 
 var errFlowControl = errors.New("peer exceeded the stream's flow-control window")

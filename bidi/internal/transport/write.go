@@ -16,6 +16,7 @@ import (
 // flushed only when there is nothing left to write, so that the frames of
 // many streams share one TLS record and one system call.
 func (cc *conn) writeLoop() {
+	defer cc.writerExit()
 	var rotation []*Stream // streams whose body may have more ready
 	scratch := make([]byte, 9+maxDataFramePayloadWritten)
 	for {
@@ -80,6 +81,21 @@ func (cc *conn) writeLoop() {
 	}
 }
 
+// writerExit ends the writer: after a connection error it sends the
+// GOAWAY that reports it (bounded by the deadline fail set), and it always
+// closes the socket.
+func (cc *conn) writerExit() {
+	cc.mu.Lock()
+	goAway, code := cc.sendGoAway, cc.goAwayCode
+	cc.sendGoAway = false
+	cc.mu.Unlock()
+	if goAway {
+		cc.fr.WriteGoAway(0, code, nil)
+		cc.bw.Flush()
+	}
+	cc.nc.Close()
+}
+
 // writeCtrl writes one control frame. It reports whether the connection
 // is to be closed after it (a GOAWAY of this side).
 func (cc *conn) writeCtrl(it *ctrlItem, rotation *[]*Stream) bool {
@@ -105,10 +121,9 @@ func (cc *conn) writeCtrl(it *ctrlItem, rotation *[]*Stream) bool {
 	case ctrlSettingsAck:
 		cc.fr.WriteSettingsAck()
 	case ctrlGoAway:
-		cc.mu.Lock()
-		last := cc.nextID - 2
-		cc.mu.Unlock()
-		cc.fr.WriteGoAway(last, http2.ErrCode(it.n), nil)
+		// The last stream ID of a client's GOAWAY names the last
+		// server-initiated stream it processed: none, push is disabled.
+		cc.fr.WriteGoAway(0, http2.ErrCode(it.n), nil)
 		return true
 	}
 	return false
@@ -137,7 +152,7 @@ func (cc *conn) writeHeaders(s *Stream) {
 	}
 	block := cc.hbuf.Bytes()
 	cc.mu.Lock()
-	max := int(cc.peerMaxFrame)
+	max := max(int(cc.peerMaxFrame), defaultMaxFrameSize)
 	cc.mu.Unlock()
 	first := true
 	for first || len(block) > 0 {
@@ -146,11 +161,15 @@ func (cc *conn) writeHeaders(s *Stream) {
 			frag = frag[:max]
 		}
 		block = block[len(frag):]
+		var err error
 		if first {
-			cc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s.id, BlockFragment: frag, EndHeaders: len(block) == 0})
+			err = cc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s.id, BlockFragment: frag, EndHeaders: len(block) == 0})
 			first = false
 		} else {
-			cc.fr.WriteContinuation(s.id, len(block) == 0, frag)
+			err = cc.fr.WriteContinuation(s.id, len(block) == 0, frag)
+		}
+		if err != nil {
+			return // the writer's next flush reports it
 		}
 	}
 }
