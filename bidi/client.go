@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
@@ -29,6 +30,11 @@ type Client struct {
 	err       error    // configuration error, returned by Open
 	userAgent string
 	logOn     bool // a log mode is set and the logger is not logging.Nop
+
+	// skew is the clock skew (in nanoseconds) measured from the service's
+	// Date header after a signature refused for its time; added to
+	// Options.Now for signing.
+	skew atomic.Int64
 
 	// padLock serialises the reads of Options.PaddingSource, which the
 	// client's sessions share. Unlike a mutex, waiting for it is bounded by
@@ -92,7 +98,9 @@ func (c *Client) Options() Options { return c.options.Copy() }
 // credentials, signs the request and returns as soon as the transport has
 // sent the request headers (so connection, TLS and HTTP/2 negotiation
 // failures are Open's errors): it does not wait for the service to
-// answer, so messages can be sent right away. An HTTP error response (for example
+// answer, so messages can be sent right away (with Options.AwaitResponse
+// or OpenInput.AwaitResponse it does wait, and returns the typed HTTP
+// error itself). An HTTP error response (for example
 // a 424 [*ModelError]) reaches the caller as soon as it arrives, through
 // any pending or later Send, Recv or [Session.Response].
 // A stream the service answered is returned even if it has already ended,
@@ -100,8 +108,9 @@ func (c *Client) Options() Options { return c.options.Copy() }
 // messages that came before the end, then its reason.
 //
 // ctx governs the whole session, not only the call: when it is cancelled
-// the session ends as if Close had been called, and later calls return
-// ctx's error (its cause, if it has one). Use a context without deadline
+// the session ends as if Close had been called, and later calls return an
+// [*OpenContextError] wrapping ctx's error (its cause, if it has one). Do
+// not pass a context that is cancelled when Open's caller returns. Use a context without deadline
 // (and call Close) for a long-lived session. Every wait in Open is bounded
 // by ctx, including credential retrieval from a provider that ignores it.
 //
@@ -136,8 +145,17 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 	if testHookOpenWait != nil {
 		testHookOpenWait(s)
 	}
+	ready := s.pipe.dispatched
+	if in.AwaitResponse || c.options.AwaitResponse {
+		ready = s.respReady
+	}
 	select {
-	case <-s.pipe.dispatched:
+	case <-ready:
+		if ready == s.respReady && s.resp == nil {
+			err := s.sessionErr()
+			s.Close()
+			return nil, err
+		}
 	case <-s.respReady:
 		if s.resp == nil {
 			err := s.sessionErr()

@@ -44,7 +44,8 @@ type (
 // service clients do, then applies cfg.ServiceOptions and optFns in order,
 // then fills defaults (see Options.setDefaults):
 //
-//   - Region, Logger, ClientLogMode, AppID, RetryMaxAttempts from cfg;
+//   - Region, Logger, ClientLogMode, AppID, RetryMaxAttempts, RetryMode
+//     and Retryer from cfg;
 //   - Credentials from cfg (wrapped in aws.CredentialsCache after optFns
 //     unless already one);
 //   - from cfg.HTTPClient (an *http.Client or the config package's
@@ -69,6 +70,10 @@ func resolveOptions(cfg aws.Config, optFns ...func(*Options)) Options {
 		ClientLogMode:    cfg.ClientLogMode,
 		AppID:            cfg.AppID,
 		RetryMaxAttempts: cfg.RetryMaxAttempts,
+		RetryMode:        cfg.RetryMode,
+	}
+	if cfg.Retryer != nil {
+		o.Retryer = cfg.Retryer()
 	}
 	// An HTTP client in cfg is shared with other AWS clients, often with a
 	// whole-request Timeout that would cut every stream: it only lends the

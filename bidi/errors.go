@@ -422,50 +422,7 @@ func sanitizeErrorCode(code string) string {
 	return strings.TrimSpace(code)
 }
 
-// throttleCodes are the error codes aws-sdk-go-v2 treats as throttling.
-var throttleCodes = map[string]bool{
-	"Throttling":                             true,
-	"ThrottlingException":                    true,
-	"ThrottledException":                     true,
-	"RequestThrottledException":              true,
-	"TooManyRequestsException":               true,
-	"ProvisionedThroughputExceededException": true,
-	"TransactionInProgressException":         true,
-	"RequestLimitExceeded":                   true,
-	"BandwidthLimitExceeded":                 true,
-	"LimitExceededException":                 true,
-	"RequestThrottled":                       true,
-	"SlowDown":                               true,
-	"PriorRequestNotComplete":                true,
-	"EC2ThrottledException":                  true,
-}
 
-// webSocketFailure is the ModelError message SageMaker returns when it
-// cannot open the WebSocket to the container; under burst load it is
-// transient.
-const webSocketFailure = "failed to establish websocket connection"
-
-// retryableOpenError reports whether opening a session may be retried after
-// err: HTTP 503, throttling (by code or HTTP 429), or a 424 ModelError
-// "Failed to establish WebSocket connection". It says nothing about whether
-// a retry is safe for the data already exchanged; the caller decides that.
-func retryableOpenError(err error) bool {
-	var re *ResponseError
-	if errors.As(err, &re) {
-		if re.StatusCode == 503 || re.StatusCode == 429 || throttleCodes[re.Code] {
-			return true
-		}
-	}
-	var su *ServiceUnavailableError
-	if errors.As(err, &su) {
-		return true
-	}
-	var me *ModelError
-	if errors.As(err, &me) {
-		return strings.Contains(strings.ToLower(me.Message), webSocketFailure)
-	}
-	return false
-}
 
 // Compile-time checks that every error type implements smithy.APIError.
 var (
@@ -678,3 +635,21 @@ func (e *StreamRefusedError) Error() string {
 
 // Unwrap returns the last refusal.
 func (e *StreamRefusedError) Unwrap() error { return e.Err }
+
+// OpenContextError is the error of a session that ended because the
+// context given to [Client.Open] ended: that context governs the whole
+// session, not only the call, so a caller that cancels it when Open
+// returns (a helper with defer cancel()) ends the session. It unwraps to
+// the context's error (or cause), so errors.Is(err, context.Canceled)
+// holds.
+type OpenContextError struct {
+	Err error
+}
+
+// Error says which context ended.
+func (e *OpenContextError) Error() string {
+	return "bidi: session ended because the context given to Open ended: " + e.Err.Error()
+}
+
+// Unwrap returns the context's error.
+func (e *OpenContextError) Unwrap() error { return e.Err }

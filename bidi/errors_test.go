@@ -271,8 +271,8 @@ func TestResponseError(t *testing.T) {
 			if strings.Contains(err.Error(), "SECRET") {
 				t.Errorf("Error() leaks the body: %q", err)
 			}
-			if got := retryableOpenError(err); got != tc.retrying {
-				t.Errorf("retryableOpenError = %v, want %v", got, tc.retrying)
+			if got := classifyOpenError(err) == classRetryable; got != tc.retrying {
+				t.Errorf("classifyOpenError retryable = %v, want %v", got, tc.retrying)
 			}
 			if tc.extra != nil {
 				tc.extra(t, re)
@@ -442,22 +442,28 @@ func TestErrorCleanText(t *testing.T) {
 func TestErrorRetryableOpen(t *testing.T) {
 	cases := []struct {
 		err  error
-		want bool
+		want retryClass
 	}{
-		{&ServiceUnavailableError{}, true},
-		{&ModelError{Message: "Failed to establish WebSocket connection"}, true},
-		{&ModelError{Message: "Received client error (400) from model"}, false},
-		{&InternalServerError{}, false},
-		{&ResponseError{StatusCode: 400, Code: "ThrottlingException"}, true},
-		{&ResponseError{StatusCode: 400, Code: "AccessDeniedException"}, false},
-		{&ResponseError{StatusCode: 403, Code: "InvalidSignatureException"}, false},
-		{&ModelStreamError{}, false},
-		{ErrSessionClosed, false},
-		{nil, false},
+		{&ServiceUnavailableError{}, classRetryable},
+		{&ModelError{Message: "Failed to establish WebSocket connection"}, classRetryable},
+		{&ModelError{Message: "Failed to establish WebSocket connection", OriginalStatusCode: 404}, classTerminal},
+		{&ModelError{Message: "Failed to establish WebSocket connection", OriginalStatusCode: 403}, classTerminal},
+		{&ModelError{Message: "Failed to establish WebSocket connection", OriginalStatusCode: 503}, classRetryable},
+		{&ModelError{Message: "Received client error (400) from model"}, classTerminal},
+		{&InternalServerError{}, classUnknown},
+		{&ResponseError{StatusCode: 400, Code: "ThrottlingException"}, classRetryable},
+		{&ResponseError{StatusCode: 400, Code: "AccessDeniedException"}, classTerminal},
+		{&ResponseError{StatusCode: 403, Code: "InvalidSignatureException"}, classTerminal},
+		{&ResponseError{StatusCode: 403, Code: "InvalidSignatureException", Message: "Signature expired: 20260101T000000Z is now earlier than ..."}, classSkew},
+		{&ResponseError{StatusCode: 400, Code: "RequestTimeTooSkewed"}, classSkew},
+		{&ResponseError{StatusCode: 500, Code: "InternalServerError"}, classUnknown},
+		{&ModelStreamError{}, classUnknown},
+		{ErrSessionClosed, classUnknown},
+		{nil, classUnknown},
 	}
 	for _, tc := range cases {
-		if got := retryableOpenError(tc.err); got != tc.want {
-			t.Errorf("retryableOpenError(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := classifyOpenError(tc.err); got != tc.want {
+			t.Errorf("classifyOpenError(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

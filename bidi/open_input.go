@@ -28,4 +28,8 @@ type OpenInput struct {
 	// values are non-empty and use unreserved characters (letters, digits,
 	// '-', '.', '_', '~') or %XX escapes.
 	ModelQueryString string
+
+	// AwaitResponse makes this Open return only once the service answered
+	// (see Options.AwaitResponse); false leaves the client's setting.
+	AwaitResponse bool
 }

@@ -197,6 +197,30 @@ type Options struct {
 	// reproducible signatures in tests.
 	Now func() time.Time
 
+	// Retryer decides whether and when a failed open is tried again, as it
+	// does for aws-sdk-go-v2's clients: its IsErrorRetryable for errors
+	// this package does not classify itself, MaxAttempts, RetryDelay, and
+	// its retry token bucket, a budget shared by the client's sessions so
+	// that many sessions failing together do not storm the endpoint.
+	// Errors are classified first: a 424 whose container answered 4xx, and
+	// other 4xx, are never retried; 503, throttling and a transient 424
+	// always qualify (budget permitting). NewFromConfig takes
+	// aws.Config.Retryer; nil means a standard retryer (adaptive with
+	// RetryMode adaptive) with this package's backoff.
+	Retryer aws.Retryer
+
+	// RetryMode selects the default Retryer: aws.RetryModeStandard or
+	// aws.RetryModeAdaptive (client-side rate limiting). NewFromConfig
+	// takes aws.Config.RetryMode.
+	RetryMode aws.RetryMode
+
+	// AwaitResponse makes Open return only once the service answered: the
+	// response head arrived (the model accepted the stream) or the typed
+	// HTTP error did, which Open then returns. By default Open returns as
+	// soon as the request is on its way, so that messages can be sent at
+	// once. OpenInput.AwaitResponse sets it for one session.
+	AwaitResponse bool
+
 	// RetryMaxAttempts is the number of attempts to open a session, the
 	// first included, when the service answers 503, throttles, or reports
 	// a transient "Failed to establish WebSocket connection" (424). 0 means
@@ -272,6 +296,7 @@ func (o *Options) setDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	maxAttemptsSet := o.RetryMaxAttempts != 0
 	if o.RetryMaxAttempts == 0 {
 		o.RetryMaxAttempts = DefaultRetryMaxAttempts
 	}
@@ -296,6 +321,7 @@ func (o *Options) setDefaults() {
 	if o.DialTimeout == 0 {
 		o.DialTimeout = DefaultDialTimeout
 	}
+	o.resolveRetryer(maxAttemptsSet)
 }
 
 // engineConfig returns the configuration of the client's HTTP/2 engine.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/smithy-go/logging"
 
@@ -116,7 +117,9 @@ type Session struct {
 	maxMessage int
 
 	// Owned by the run goroutine.
-	refusals int // attempts the server refused
+	refusals     int               // attempts the server refused
+	skewRetried  bool              // an attempt was retried after a clock-skew correction
+	releaseRetry func(error) error // the retry token of the last retry, if any
 }
 
 // recvQueueItems and recvQueueBytes bound the messages the session reads
@@ -220,6 +223,11 @@ func (s *Session) sessionErr() error {
 		return ErrSessionClosed
 	}
 	if err := context.Cause(s.ctx); err != nil {
+		if s.state.terminal() == nil {
+			// Nothing but the context given to Open ended the session
+			// (often a caller's defer cancel()): say so.
+			return &OpenContextError{Err: err}
+		}
 		return err
 	}
 	return ErrSessionClosed
@@ -242,14 +250,14 @@ func (s *Session) newAttempt(n int) (*attempt, error) {
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	body := newReqBody(&s.pipe, nil)
-	req, seed, err := s.c.newRequest(ctx, s.url, &s.input, creds, body, s.opts.Now())
+	req, seed, err := s.c.newRequest(ctx, s.url, &s.input, creds, body, s.c.now())
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	newSigner := func() *eventstream.Signer {
 		return eventstream.NewSigner(creds, s.opts.Region, signingName, seed, func(o *eventstream.SignerOptions) {
-			o.Now = s.opts.Now
+			o.Now = s.c.now
 		})
 	}
 	body.signer = newSigner()
@@ -310,12 +318,13 @@ func (s *Session) run(a *attempt) {
 		if resp.StatusCode/100 != 2 {
 			err := responseError(resp)
 			s.pipe.detach() // this attempt's body takes no more parts
-			if !s.retry(a, err) {
+			delay, ok := s.retry(a, err)
+			if !ok {
 				s.fail(err)
 				return
 			}
 			a.cancel()
-			if !sleepCtx(s.ctx, backoff(a.n, s.opts.RetryMaxBackoff)) {
+			if !sleepCtx(s.ctx, delay) {
 				s.fail(s.sessionErr())
 				return
 			}
@@ -334,6 +343,9 @@ func (s *Session) run(a *attempt) {
 			resp.Body.Close()
 			s.fail(fmt.Errorf("%w: HTTP %d with Content-Type %q, want %q", ErrMalformedResponse, resp.StatusCode, cleanText(resp.Header.Get("Content-Type")), contentTypeEventStream))
 			return
+		}
+		if s.releaseRetry != nil {
+			s.releaseRetry(nil) // a successful retry refills the budget
 		}
 		// The model has answered: never retry from here on.
 		s.pipe.stopReplay()
@@ -378,26 +390,62 @@ func (s *Session) refusalError(err error) error {
 	return &StreamRefusedError{Attempts: s.refusals, Err: err}
 }
 
-// retry reports whether a failed attempt a may be retried after err, and
-// logs the decision.
-func (s *Session) retry(a *attempt, err error) bool {
-	if !retryableOpenError(err) || s.ctx.Err() != nil {
-		return false
-	}
-	if a.n >= s.opts.RetryMaxAttempts {
-		s.logf(logging.Debug, "bidi: not retrying open of endpoint %q: %d attempt(s) made", s.input.EndpointName, a.n)
-		return false
+// retry reports whether a failed attempt a may be retried after err,
+// takes a retry token from the client's retryer (its budget is shared by
+// the client's sessions) and returns the delay before the next attempt.
+// A clock-skew refusal is corrected (see Client.correctSkew) and retried
+// once at once, outside the attempt count. It logs the decision.
+func (s *Session) retry(a *attempt, err error) (time.Duration, bool) {
+	if s.ctx.Err() != nil {
+		return 0, false
 	}
 	if !s.pipe.canReplay() {
 		s.logf(logging.Debug, "bidi: not retrying open of endpoint %q: more than ReplayLimit bytes already sent", s.input.EndpointName)
-		return false
+		return 0, false
 	}
+	class := classifyOpenError(err)
+	if class == classSkew {
+		if s.skewRetried || !s.c.correctSkew(err) {
+			return 0, false
+		}
+		s.skewRetried = true
+		s.logf(logging.Debug, "bidi: clock skew corrected; retrying open of endpoint %q", s.input.EndpointName)
+		return 0, true
+	}
+	r := s.opts.Retryer
+	switch {
+	case class == classTerminal:
+		return 0, false
+	case class == classUnknown && !r.IsErrorRetryable(err):
+		return 0, false
+	case a.n-s.skewAttempts() >= r.MaxAttempts():
+		s.logf(logging.Debug, "bidi: not retrying open of endpoint %q: %d attempt(s) made", s.input.EndpointName, a.n)
+		return 0, false
+	}
+	release, terr := r.GetRetryToken(s.ctx, err)
+	if terr != nil {
+		s.logf(logging.Debug, "bidi: not retrying open of endpoint %q: retry budget exhausted", s.input.EndpointName)
+		return 0, false
+	}
+	s.releaseRetry = release
+	delay, derr := r.RetryDelay(a.n, err)
+	if derr != nil {
+		return 0, false
+	}
+	cl := logging.Debug
 	if s.opts.ClientLogMode.IsRetries() {
-		s.logf(logging.Warn, "bidi: retrying open of endpoint %q after attempt %d: %s", s.input.EndpointName, a.n, errorCode(err))
-	} else {
-		s.logf(logging.Debug, "bidi: retrying open of endpoint %q after attempt %d: %s", s.input.EndpointName, a.n, errorCode(err))
+		cl = logging.Warn
 	}
-	return true
+	s.logf(cl, "bidi: retrying open of endpoint %q after attempt %d: %s", s.input.EndpointName, a.n, errorCode(err))
+	return delay, true
+}
+
+// skewAttempts is the number of attempts that were skew retries (0 or 1).
+func (s *Session) skewAttempts() int {
+	if s.skewRetried {
+		return 1
+	}
+	return 0
 }
 
 // fail ends a session whose response head never came (or was an error):
