@@ -281,6 +281,24 @@ func (sc *serverConn) body(id uint32) []byte {
 	}
 }
 
+// frames reads frames in a goroutine of its own until the connection
+// ends, and sends them on the returned channel, closed at the end.
+func (sc *serverConn) frames() <-chan frame {
+	ch := make(chan frame, 16)
+	go func() {
+		defer close(ch)
+		for {
+			sc.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+			f, err := sc.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			ch <- copyFrame(f)
+		}
+	}()
+	return ch
+}
+
 // drain reads and drops frames until the connection ends: the end of a
 // script that lets the client finish in its own time.
 func (sc *serverConn) drain() {
