@@ -422,8 +422,6 @@ func sanitizeErrorCode(code string) string {
 	return strings.TrimSpace(code)
 }
 
-
-
 // Compile-time checks that every error type implements smithy.APIError.
 var (
 	_ smithy.APIError = (*ModelStreamError)(nil)
