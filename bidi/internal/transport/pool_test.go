@@ -386,4 +386,3 @@ func TestIdleTimeout(t *testing.T) {
 	p := poolOf(t, tr, srv)
 	waitFor(t, "the pool empty", func() bool { p.mu.Lock(); defer p.mu.Unlock(); return len(p.conns) == 0 })
 }
-
