@@ -273,6 +273,7 @@ func (s *Session) push(it recvItem, r *respReader) bool {
 		}
 	}
 	s.queued.Add(int64(it.size))
+	s.lastRecv.Store(monotonic())
 	select {
 	case s.recvQ <- it:
 		return true

@@ -130,7 +130,9 @@ func (s *Session) SendPart(ctx context.Context, p Part) error {
 // CloseSend ends the request side of the stream: the signed end frame
 // follows the queued parts, after which the transport ends the HTTP/2
 // stream's request side (END_STREAM). Recv keeps working and returns the
-// model's remaining messages, then io.EOF. CloseSend waits for a
+// model's remaining messages, then io.EOF. On SageMaker the end of the
+// input closes the container's WebSocket, so replies the model has not
+// sent yet are lost: to end without losing them, use [Session.Finish]. CloseSend waits for a
 // concurrent Send to return, but not for the end frame to be written.
 // Calling it again does nothing.
 //

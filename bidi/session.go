@@ -112,8 +112,9 @@ type Session struct {
 	recvSpace  chan struct{}
 	recvLock   ctxLock
 	asm        *reassembler
-	recvErr    error // sticky terminal receive error
-	midMessage bool  // the last part received was PARTIAL
+	lastRecv   atomic.Int64 // monotonic time of the last part received (run goroutine)
+	recvErr    error        // sticky terminal receive error
+	midMessage bool         // the last part received was PARTIAL
 	maxMessage int
 
 	// Owned by the run goroutine.

@@ -1,0 +1,123 @@
+package bidi
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+)
+
+// Finish ends the request without losing the model's last answers. It
+// keeps the input open until the model ends the stream or has sent
+// nothing for quiet (counted from the last part received, or from the
+// call), then sends the end frame (CloseSend) and waits for the stream's
+// end; ctx bounds the whole call. Another goroutine must keep reading
+// with Recv (or Messages) meanwhile: Finish does not consume messages.
+//
+// It returns nil when the stream ended cleanly or with a normal closure
+// (a [*ModelStreamError] with close code 1000, see
+// [ModelStreamError.NormalClosure]), else the reason it ended, or ctx's
+// error. CloseSend alone ends the request at once: a platform that closes
+// the container's WebSocket when the client's input ends may drop replies
+// still on their way, which is what Finish avoids.
+func (s *Session) Finish(ctx context.Context, quiet time.Duration) error {
+	start := monotonic()
+	for {
+		select {
+		case <-s.state.over:
+			return s.finishResult()
+		default:
+		}
+		last := max(s.lastRecv.Load(), start)
+		wait := quiet - time.Duration(monotonic()-last)
+		if wait <= 0 {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-s.state.over:
+			t.Stop()
+			return s.finishResult()
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	if err := s.CloseSend(); err != nil {
+		return finishError(err)
+	}
+	select {
+	case <-s.state.over:
+		return s.finishResult()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// finishResult is Finish's verdict once the send side is over: the
+// provisional end (the reason still behind undelivered messages) counts
+// as a clean end; the reader replaces it with the reason once decoded.
+func (s *Session) finishResult() error {
+	return finishError(s.sendCause())
+}
+
+func finishError(err error) error {
+	if err == nil || errors.Is(err, ErrStreamEnded) || IsNormalClosure(err) {
+		return nil
+	}
+	return err
+}
+
+// monoEpoch anchors monotonic.
+var monoEpoch = time.Now()
+
+// monotonic returns nanoseconds on the monotonic clock.
+func monotonic() int64 { return int64(time.Since(monoEpoch)) }
+
+// WebSocket close codes SageMaker reports as a ModelStreamError's
+// ErrorCode when the model's container closes its connection.
+const (
+	CloseNormal         = 1000 // the container ended the stream normally
+	CloseGoingAway      = 1001 // the container (or platform) is going away
+	CloseProtocolError  = 1002
+	CloseMessageTooBig  = 1009 // a message over the container's or platform's limit
+	CloseInternalError  = 1011 // the container failed
+	CloseServiceRestart = 1012
+	CloseTryAgainLater  = 1013 // overloaded: open a new stream later
+)
+
+// CloseCode returns the WebSocket close code of the container's
+// connection, which SageMaker reports as the ErrorCode, or 0 when the
+// ErrorCode is not one.
+func (e *ModelStreamError) CloseCode() int {
+	n, err := strconv.Atoi(e.ErrorCode_)
+	if err != nil || n < 1000 || n > 4999 {
+		return 0
+	}
+	return n
+}
+
+// NormalClosure reports whether the container closed its connection
+// normally (close code 1000): after the last reply, that is the end of
+// the model's answers, not a failure.
+func (e *ModelStreamError) NormalClosure() bool { return e.CloseCode() == CloseNormal }
+
+// Retryable reports whether the close code says that a new stream may
+// succeed later: 1001 (going away), 1012 (service restart) and 1013 (try
+// again later). Other codes are terminal for the request that caused
+// them (1009: too large; 1002, 1011: the container failed).
+func (e *ModelStreamError) Retryable() bool {
+	switch e.CloseCode() {
+	case CloseGoingAway, CloseServiceRestart, CloseTryAgainLater:
+		return true
+	}
+	return false
+}
+
+// IsNormalClosure reports whether err is a [*ModelStreamError] with close
+// code 1000.
+func IsNormalClosure(err error) bool {
+	var mse *ModelStreamError
+	return errors.As(err, &mse) && mse.NormalClosure()
+}

@@ -1,0 +1,140 @@
+package bidi_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+)
+
+// collect reads sess until its end and returns the texts and the end.
+func collect(ctx context.Context, sess *bidi.Session) <-chan struct {
+	texts []string
+	err   error
+} {
+	out := make(chan struct {
+		texts []string
+		err   error
+	}, 1)
+	go func() {
+		var texts []string
+		for {
+			m, err := sess.Recv(ctx)
+			if err != nil {
+				out <- struct {
+					texts []string
+					err   error
+				}{texts, err}
+				return
+			}
+			texts = append(texts, string(m.Data))
+		}
+	}()
+	return out
+}
+
+// TestFinishWaitsForQuiet: Finish keeps the input open while the model is
+// still answering and sends the end frame only once it has been quiet;
+// no reply is lost and the clean end is nil.
+func TestFinishWaitsForQuiet(t *testing.T) {
+	sentAll := make(chan struct{})
+	endSeen := make(chan bool, 1)
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		if _, err := st.Recv(); err != nil {
+			return
+		}
+		for _, a := range []string{"a1", "a2", "a3"} {
+			time.Sleep(20 * time.Millisecond) // a model that pauses between replies (the subject)
+			st.Send(bidi.Text(a))
+		}
+		close(sentAll)
+		_, err := st.Recv()
+		select {
+		case <-sentAll:
+			endSeen <- err == io.EOF
+		default:
+		}
+	}))
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(), ctx)
+	if err := sess.Send(ctx, bidi.Text("q")); err != nil {
+		t.Fatal(err)
+	}
+	got := collect(ctx, sess)
+	if err := sess.Finish(ctx, 150*time.Millisecond); err != nil {
+		t.Fatalf("Finish = %v, want nil", err)
+	}
+	r := <-got
+	if len(r.texts) != 3 || r.err != io.EOF {
+		t.Fatalf("received %q then %v, want a1 a2 a3 then io.EOF", r.texts, r.err)
+	}
+	if !<-endSeen {
+		t.Fatal("the end frame did not come after the last reply")
+	}
+}
+
+// TestFinishNormalClosure: a ModelStreamError with close code 1000 after
+// the last reply is a normal end: Finish returns nil, Recv reports the
+// error, and IsNormalClosure tells it from a failure; 1013 is retryable.
+func TestFinishNormalClosure(t *testing.T) {
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.Recv()
+		st.Send(bidi.Text("last"))
+		st.SendModelStreamError("1000", "Model container closed the WebSocket connection (code 1000)")
+	}))
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(), ctx)
+	sess.Send(ctx, bidi.Text("q"))
+	got := collect(ctx, sess)
+	if err := sess.Finish(ctx, time.Minute); err != nil {
+		t.Fatalf("Finish = %v, want nil for a normal closure", err)
+	}
+	r := <-got
+	var mse *bidi.ModelStreamError
+	if len(r.texts) != 1 || !errors.As(r.err, &mse) || !bidi.IsNormalClosure(r.err) || mse.CloseCode() != 1000 || mse.Retryable() {
+		t.Fatalf("received %q then %v", r.texts, r.err)
+	}
+	for code, retryable := range map[string]bool{"1013": true, "1012": true, "1001": true, "1009": false, "1011": false, "Boom": false} {
+		e := &bidi.ModelStreamError{ErrorCode_: code}
+		if e.Retryable() != retryable || e.NormalClosure() {
+			t.Errorf("code %s: Retryable %v NormalClosure %v", code, e.Retryable(), e.NormalClosure())
+		}
+	}
+}
+
+// TestFinishFailureAndContext: a failure is returned; ctx bounds the
+// wait.
+func TestFinishFailureAndContext(t *testing.T) {
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		m, err := st.Recv()
+		if err != nil {
+			return
+		}
+		if string(m.Data) == "fail" {
+			st.SendModelStreamError("1011", "container failed")
+			return
+		}
+		<-st.Context().Done()
+	}))
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(), ctx)
+	sess.Send(ctx, bidi.Text("fail"))
+	collect(ctx, sess)
+	var mse *bidi.ModelStreamError
+	if err := sess.Finish(ctx, time.Minute); !errors.As(err, &mse) || mse.CloseCode() != 1011 {
+		t.Fatalf("Finish = %v, want the ModelStreamError 1011", err)
+	}
+
+	sess = open(t, srv.Client(), ctx)
+	sess.Send(ctx, bidi.Text("hang"))
+	collect(ctx, sess)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := sess.Finish(short, time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Finish = %v, want ctx's deadline (the model never ends the stream)", err)
+	}
+}
