@@ -199,8 +199,12 @@ func (t *Transport) handshakeTLS(ctx context.Context, nc net.Conn, e endpoint) (
 			// The server's ALPN list has no "h2": an HTTP/1 server.
 			return nil, fmt.Errorf("%w: the server at %s does not offer h2 through ALPN (%v)", ErrNotHTTP2, e.addr, err)
 		}
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return nil, &ConnError{Reason: "dial " + e.addr + ": TLS handshake", Cause: context.Cause(ctx)}
+		case isTimeout(err):
+			// The connection's deadline, which is DialTimeout's.
+			return nil, &ConnError{Reason: "dial " + e.addr + ": TLS handshake: " + err.Error(), Cause: context.DeadlineExceeded}
 		}
 		return nil, err
 	}
