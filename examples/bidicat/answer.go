@@ -15,12 +15,68 @@ import (
 // tells what each response is from its first event (schema.DetectKind):
 // OpenAI chat or text completion chunks, LMI token lines, or a whole
 // response; a session may carry several responses one after the other.
+//
+// Without -json the text of a streamed answer (its first choice) is
+// printed live, delta by delta as the events arrive, and the line is
+// ended when the answer is complete; with -json each answer is one
+// object, printed once complete, or as far as it got, with "complete":
+// false, when the stream ends or fails first.
 type answerer struct {
 	out  *output
 	kind schema.Kind // of the response in progress; KindUnknown between responses
 	chat schema.ChatAccumulator
 	comp schema.CompletionAccumulator
 	lmi  schema.LMIAccumulator
+
+	live  bool       // text of the answer in progress was printed live
+	delta deltaChunk // decoding buffer of liveText
+}
+
+// deltaChunk holds what a streamed event adds to the text of the first
+// choice: a chat delta's content, a text completion's text, an LMI
+// token's text.
+type deltaChunk struct {
+	Choices []struct {
+		Index int    `json:"index"`
+		Text  string `json:"text"`
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+	} `json:"choices"`
+	Token struct {
+		Text    string `json:"text"`
+		Special bool   `json:"special"`
+	} `json:"token"`
+}
+
+// liveText prints, without -json, the text ev adds to the first choice
+// of the answer in progress.
+func (a *answerer) liveText(ev framing.Event) error {
+	if a.out.o.json || ev.Done {
+		return nil
+	}
+	a.delta = deltaChunk{}
+	if ev.Decode(&a.delta) != nil {
+		return nil // the accumulator reports it
+	}
+	var text string
+	switch a.kind {
+	case schema.KindLMIStreamLine:
+		if !a.delta.Token.Special {
+			text = a.delta.Token.Text
+		}
+	default:
+		for _, c := range a.delta.Choices {
+			if c.Index == 0 {
+				text += c.Delta.Content + c.Text
+			}
+		}
+	}
+	if text == "" {
+		return nil
+	}
+	a.live = true
+	return a.out.write([]byte(text))
 }
 
 // jsonAnswer is the -json line of a rebuilt answer.
@@ -31,6 +87,10 @@ type jsonAnswer struct {
 	Reasoning string `json:"reasoning,omitempty"`
 	Complete  bool   `json:"complete"`
 	Answer    any    `json:"answer"`
+
+	// others is the text of the choices after the first, a line each,
+	// for an answer whose first choice was printed live.
+	others string
 }
 
 // add adds one event; it prints the answer when the response is complete.
@@ -40,11 +100,15 @@ func (a *answerer) add(ev framing.Event, format framing.Format) error {
 			return nil // the [DONE] of a response already printed
 		}
 		a.kind = schema.DetectKind(ev.Data)
+		a.out.st.answerBegin()
 	}
 	switch a.kind {
 	case schema.KindChatChunk:
 		if err := a.chat.AddEvent(ev); err != nil {
 			return a.fail(err)
+		}
+		if err := a.liveText(ev); err != nil {
+			return err
 		}
 		// An SSE response ends with [DONE]; a JSON Lines one with its
 		// final chunk.
@@ -55,12 +119,18 @@ func (a *answerer) add(ev framing.Event, format framing.Format) error {
 		if err := a.comp.AddEvent(ev); err != nil {
 			return a.fail(err)
 		}
+		if err := a.liveText(ev); err != nil {
+			return err
+		}
 		if a.comp.Done() || (format == framing.FormatJSONLines && a.comp.Complete()) {
 			return a.flush(true)
 		}
 	case schema.KindLMIStreamLine:
 		if err := a.lmi.AddEvent(ev); err != nil {
 			return a.fail(err)
+		}
+		if err := a.liveText(ev); err != nil {
+			return err
 		}
 		if a.lmi.Complete() {
 			return a.flush(true)
@@ -111,6 +181,11 @@ func (a *answerer) flush(complete bool) error {
 		c, err = a.chat.Result()
 		j = jsonAnswer{Kind: "chat", Answer: c}
 		j.Text, j.Reasoning = chatText(c)
+		if c != nil {
+			for _, ch := range c.Choices[min(1, len(c.Choices)):] {
+				j.others += ch.Message.Content + "\n"
+			}
+		}
 	case schema.KindTextCompletion:
 		var c *schema.TextCompletion
 		c, err = a.comp.Result()
@@ -121,6 +196,9 @@ func (a *answerer) flush(complete bool) error {
 			}
 		}
 		j = jsonAnswer{Kind: "completion", Text: strings.Join(texts, "\n"), Answer: c}
+		for _, t := range texts[min(1, len(texts)):] {
+			j.others += t + "\n"
+		}
 	case schema.KindLMIStreamLine:
 		var r *schema.LMIResponse
 		r, err = a.lmi.Result()
@@ -141,32 +219,47 @@ func (a *answerer) flush(complete bool) error {
 	return nil
 }
 
-// finish is called at the end of the stream: an answer still in progress
-// was cut off, and is printed as far as it goes.
-func (a *answerer) finish() error {
+// finish is called at the end of the stream, clean or not: an answer
+// still in progress was cut off, and is printed as far as it goes,
+// marked incomplete (with why on stderr, or "complete": false with
+// -json). After a clean end it is a problem of the model's output.
+func (a *answerer) finish(why string) error {
 	switch a.kind {
 	case schema.KindChatChunk, schema.KindTextCompletion, schema.KindLMIStreamLine:
 		if err := a.flush(false); err != nil {
 			return err
 		}
-		return a.out.problem("answer", schema.ErrIncomplete)
+		return a.out.problem("answer", fmt.Errorf("%w: %s; the answer above is as far as it got", schema.ErrIncomplete, why))
 	}
 	return nil
 }
 
 // print prints an answer and resets the accumulators for the next one.
+// An answer printed live gets its line end, and the choices after the
+// first one line each.
 func (a *answerer) print(j jsonAnswer) error {
+	live := a.live
 	a.reset()
 	a.out.answers++
+	a.out.st.answerEnd()
 	if a.out.o.json {
 		j.Type = "answer"
 		return a.out.emit(j)
+	}
+	if live {
+		return a.out.write([]byte("\n" + j.others))
 	}
 	return a.out.write([]byte(j.Text + "\n"))
 }
 
 // fail reports an answer that could not be rebuilt and starts over.
 func (a *answerer) fail(err error) error {
+	if a.live && !a.out.o.json {
+		a.out.write([]byte("\n"))
+	}
+	if a.kind != schema.KindUnknown {
+		a.out.st.answerEnd()
+	}
 	a.reset()
 	var er *schema.ErrorResponse
 	if errors.As(err, &er) {
@@ -177,6 +270,7 @@ func (a *answerer) fail(err error) error {
 
 func (a *answerer) reset() {
 	a.kind = schema.KindUnknown
+	a.live = false
 	a.chat.Reset()
 	a.comp.Reset()
 	a.lmi.Reset()

@@ -118,7 +118,7 @@ func TestEndpointURLAndCACert(t *testing.T) {
 	// Without -ca-cert, the server's certificate is not trusted: as when
 	// the gateway restarted with a new one.
 	r = runCat(t, cleanEnv(t), "x\n", "-endpoint", "my-endpoint", "-endpoint-url", srv.URL)
-	r.wantCode(t, exitFailure)
+	r.wantCode(t, exitConnect)
 	if !strings.Contains(r.stderr, "certificate signed by unknown authority") || !strings.Contains(r.stderr, "re-trust the certificate written with -cert-out") {
 		t.Errorf("stderr %q does not mention the certificate, or how to trust it", r.stderr)
 	}
@@ -156,9 +156,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-local", "-rate", "100"}, "-binary only"},
 		{[]string{"-local", "-endpoint-url", "https://localhost:8443"}, "-local"},
 		{[]string{"-local", "extra"}, "unexpected argument"},
-		{[]string{"-local", "-endpoint", "not a name"}, "EndpointName"},
+		{[]string{"-local", "-endpoint", "not a name"}, `-endpoint "not a name": a space at offset 3`},
 		{[]string{"-endpoint", "e", "-ca-cert", "/nonexistent.pem"}, "-ca-cert"},
 		{[]string{"-no-such-flag"}, "flag provided but not defined"},
+		{[]string{"-local", "-target-variant", "-Blue"}, "-target-variant"},
 	} {
 		r := runCat(t, cleanEnv(t), "", tc.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {

@@ -37,10 +37,11 @@ func newClient(ctx context.Context, o *options, st *status) (*bidi.Client, func(
 		if err != nil {
 			return nil, nil, err
 		}
-		hc := bidi.NewHTTPClient(func(h *bidi.HTTPClientOptions) {
-			h.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		// The client's own HTTP/2 engine, trusting the system roots and
+		// the file (Options.HTTPClient would take the client off it).
+		optFns = append(optFns, func(opt *bidi.Options) {
+			opt.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		})
-		optFns = append(optFns, func(opt *bidi.Options) { opt.HTTPClient = hc })
 	}
 	var srv *biditest.Server
 	if o.local {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -41,7 +44,7 @@ func (c *cat) classify(err error, interrupted bool) (int, string) {
 	switch {
 	case interrupted:
 		return exitInterrupted, "interrupted"
-	case errors.As(err, &ue), errors.As(err, &ee), errors.As(err, &ive) && ive.Field != "":
+	case errors.As(err, &ue), errors.As(err, &ee), errors.As(err, &ive) && ive.Field != "", errors.Is(err, bidi.ErrNoRegion):
 		return exitUsage, "usage"
 	case errors.As(err, &re):
 		return exitHTTP, "http"
@@ -49,6 +52,8 @@ func (c *cat) classify(err error, interrupted bool) (int, string) {
 		return exitFailure, "timeout"
 	case errors.As(err, &le), errors.Is(err, errUndecodable):
 		return exitFailure, "local"
+	case !c.started.Load() && connectError(err):
+		return exitConnect, "connection"
 	case midStream(err), c.started.Load():
 		return exitStream, "stream"
 	}
@@ -64,7 +69,29 @@ func midStream(err error) bool {
 		sie *bidi.SendInterruptedError
 	)
 	return errors.As(err, &mse) || errors.As(err, &isf) || errors.As(err, &se) || errors.As(err, &sie) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, bidi.ErrMalformedResponse) || errors.Is(err, bidi.ErrDeadPeer)
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, bidi.ErrMalformedResponse) || errors.Is(err, bidi.ErrDeadPeer) ||
+		errors.Is(err, bidi.ErrStreamEnded)
+}
+
+// connectError reports the errors of reaching the endpoint before any
+// stream: DNS, a refused or reset dial, TLS and certificates, a peer
+// that does not speak HTTP/2 (an http:// URL for a TLS port, say), and a
+// stream the server refused.
+func connectError(err error) bool {
+	var (
+		dns      *net.DNSError
+		op       *net.OpError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		verify   *tls.CertificateVerificationError
+		record   tls.RecordHeaderError
+		refused  *bidi.StreamRefusedError
+	)
+	return errors.Is(err, bidi.ErrNotHTTP2) || errors.As(err, &dns) || errors.As(err, &op) ||
+		errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
+		errors.As(err, &verify) || errors.As(err, &record) || errors.As(err, &refused) ||
+		strings.Contains(err.Error(), "certificate signed by unknown authority")
 }
 
 // describe fills the typed fields of err into j.
@@ -114,6 +141,8 @@ func (c *cat) reportError(err error, interrupted bool) int {
 		fmt.Fprintf(&b, "bidicat: usage: %s\n", msg)
 	case "http":
 		fmt.Fprintf(&b, "bidicat: HTTP error before the stream: %s\n", msg)
+	case "connection":
+		fmt.Fprintf(&b, "bidicat: could not connect: %s\n", msg)
 	case "stream":
 		fmt.Fprintf(&b, "bidicat: error in the middle of the stream: %s\n", msg)
 	case "interrupted":

@@ -51,6 +51,7 @@ type options struct {
 	debug   bool
 	linger  time.Duration
 	timeout time.Duration
+	version bool
 
 	// Flags given on the command line, whose defaults depend on the
 	// terminals (see applyDefaults).
@@ -92,6 +93,7 @@ func newFlagSet(o *options, dataType *string, out io.Writer) *flag.FlagSet {
 		"(default 1s when the input is not typed on a terminal, except with -local; 0 ends it at once): SageMaker closes the model's "+
 		"WebSocket when the client's side ends, and a model still answering loses its last output, e.g. -linger 3s")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this `duration` (0: never), e.g. -timeout 30s")
+	fs.BoolVar(&o.version, "version", false, "print the version of bidicat and of the Go toolchain that built it, e.g. -version")
 	fs.Usage = func() { usage(fs) }
 	return fs
 }
@@ -135,6 +137,8 @@ Exit codes:
        original status code and log stream ARN)
   4    error in the middle of the stream (ModelStreamError,
        InternalStreamFailure, a cut or malformed stream, a dead connection)
+  5    could not connect: DNS, refused connection, TLS or certificate,
+       a server that does not speak HTTP/2 (http:// for a TLS port)
   130  interrupted
 `)
 }
@@ -149,13 +153,17 @@ func usagef(format string, args ...any) error {
 }
 
 // parseFlags parses args. It returns flag.ErrHelp for -h, and prints
-// parse errors itself; other problems come back as a *usageError.
+// parse errors itself (the error and a pointer to -h, not the whole
+// usage); other problems come back as a *usageError.
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	var dataType string
 	fs := newFlagSet(o, &dataType, stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
+	}
+	if o.version {
+		return o, nil
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -180,8 +188,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	return o, o.check(set)
 }
 
-// check reports flags that contradict each other.
+// check reports flags that contradict each other, and connection flags
+// the service would reject.
 func (o *options) check(set map[string]bool) error {
+	if err := o.conn.Check(); err != nil {
+		return &usageError{msg: err.Error()}
+	}
 	switch {
 	case o.conn.Endpoint == "" && !o.local:
 		return usagef("no endpoint: use -endpoint NAME, or -local for the in-process demo server")

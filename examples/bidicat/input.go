@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -33,6 +34,11 @@ type sender struct {
 	sess *bidi.Session
 	o    *options
 	st   *status
+
+	// pending is set while the sender holds input it has not sent in
+	// full: a line, file or chunk read but not yet sent to its COMPLETE
+	// part. A stream that ends then has cut the input short.
+	pending atomic.Bool
 }
 
 // run sends the whole input, then ends the request side with CloseSend.
@@ -50,7 +56,7 @@ func (s *sender) run(ctx context.Context, stdin io.Reader) error {
 		return err
 	}
 	if s.o.linger > 0 {
-		if err := s.lingerOn(ctx); err != nil {
+		if err := s.lingerOn(ctx, s.sess.Context().Done()); err != nil {
 			return err
 		}
 	}
@@ -58,21 +64,39 @@ func (s *sender) run(ctx context.Context, stdin io.Reader) error {
 }
 
 // lingerOn waits, after the input ended, until the model has been silent
-// for -linger, or the session ended.
-func (s *sender) lingerOn(ctx context.Context) error {
+// for -linger, or the session ended. With -o answer, an answer tells
+// when it is complete ([DONE], finish_reason, LMI's last line): once
+// every message sent has its answer the wait ends at once, and while an
+// answer is in progress no silence ends it (a model may pause longer
+// than -linger between tokens); -timeout still bounds it. ended is
+// closed when the session ends.
+func (s *sender) lingerOn(ctx context.Context, ended <-chan struct{}) error {
 	for {
-		wait := s.o.linger - time.Since(s.st.lastActivity())
-		if wait <= 0 {
+		var timer *time.Timer
+		var timeout <-chan time.Time
+		sent, done, open, changed := s.st.answers()
+		switch answers := s.o.mode == modeAnswer; {
+		case answers && sent > 0 && done >= sent:
 			return nil
+		case answers && open:
+			// no timer: the answer says when it is complete
+		default:
+			wait := s.o.linger - time.Since(s.st.lastActivity())
+			if wait <= 0 {
+				return nil
+			}
+			timer = time.NewTimer(wait)
+			timeout = timer.C
 		}
-		t := time.NewTimer(wait)
 		select {
-		case <-t.C:
-		case <-s.sess.Context().Done():
-			t.Stop()
+		case <-timeout:
+		case <-changed:
+			if timer != nil {
+				timer.Stop()
+			}
+		case <-ended:
 			return nil // the receiver reports how it ended
 		case <-ctx.Done():
-			t.Stop()
 			return ctx.Err()
 		}
 	}
@@ -84,6 +108,9 @@ func (s *sender) part(ctx context.Context, data []byte, t bidi.DataType, complet
 		return err
 	}
 	s.st.sent(len(data))
+	if complete {
+		s.st.sentMessage()
+	}
 	return nil
 }
 
@@ -98,6 +125,7 @@ func (s *sender) sendLines(ctx context.Context, stdin io.Reader) error {
 	for {
 		piece, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
+			s.pending.Store(true)
 			if holding {
 				if err := s.part(ctx, held, s.o.dataType, false); err != nil {
 					return err
@@ -123,6 +151,7 @@ func (s *sender) sendLines(ctx context.Context, stdin io.Reader) error {
 				err = s.part(ctx, piece, s.o.dataType, true)
 			}
 		case len(piece) > 0:
+			s.pending.Store(true)
 			err = s.part(ctx, piece, s.o.dataType, true)
 		default:
 			err = nil
@@ -130,6 +159,7 @@ func (s *sender) sendLines(ctx context.Context, stdin io.Reader) error {
 		if err != nil {
 			return err
 		}
+		s.pending.Store(false)
 		holding = false
 		if eof {
 			return nil
@@ -152,11 +182,13 @@ func (s *sender) sendFiles(ctx context.Context, stdin io.Reader) error {
 		total += fi.Size()
 	}
 	s.st.setUpload(total)
+	s.pending.Store(true)
 	for _, name := range s.o.files {
 		if err := s.sendFile(ctx, name, stdin); err != nil {
 			return err
 		}
 	}
+	s.pending.Store(false)
 	return nil
 }
 
@@ -203,6 +235,8 @@ func (s *sender) sendBinary(ctx context.Context, stdin io.Reader) error {
 	chunk := make([]byte, s.o.chunk)
 	start := time.Now()
 	var sent int64
+	s.pending.Store(true) // the rest of a recording, not more typing
+	defer s.pending.Store(false)
 	for {
 		n, eof, err := fill(r, chunk)
 		if err != nil {

@@ -168,12 +168,19 @@ func server(t *testing.T, h biditest.Handler) (*biditest.Server, []string) {
 	t.Helper()
 	srv := biditest.NewServer(h)
 	t.Cleanup(srv.Close)
+	return srv, serverFlags(t, srv)
+}
+
+// serverFlags returns the flags that point bidicat at srv, trusting its
+// certificate.
+func serverFlags(t *testing.T, srv *biditest.Server) []string {
+	t.Helper()
 	certFile := filepath.Join(t.TempDir(), "server.pem")
 	block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	if err := os.WriteFile(certFile, block, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return srv, []string{"-endpoint-url", srv.URL, "-ca-cert", certFile}
+	return []string{"-endpoint-url", srv.URL, "-ca-cert", certFile}
 }
 
 // chatRequest is a streamed OpenAI chat request for prompt.

@@ -47,6 +47,11 @@ type output struct {
 	significant bool  // some of them were not whitespace
 	events      int   // events framed
 	answers     int   // answers printed
+
+	// The end of what -o raw printed without -json, to end UTF8 text
+	// with a line end.
+	rawLast     byte
+	rawLastType bidi.DataType
 }
 
 func newOutput(o *options, stdout io.Writer, st *status) *output {
@@ -87,7 +92,11 @@ func (out *output) part(p bidi.Part) error {
 		if err := out.write(p.Data); err != nil {
 			return err
 		}
+		if len(p.Data) > 0 {
+			out.rawLast, out.rawLastType = p.Data[len(p.Data)-1], p.Type
+		}
 		if p.Complete && out.o.newline {
+			out.rawLast = '\n'
 			return out.write([]byte("\n"))
 		}
 		return nil
@@ -188,18 +197,45 @@ func (out *output) problem(kind string, err error) error {
 	return local(out.st.write(out.st.stderr, fmt.Appendf(nil, "bidicat: %s: %v\n", kind, err)))
 }
 
+// endText ends raw UTF8 output with a line end, unless it has one or
+// -nl=false asks for the bytes exactly as sent: text piped to a file or
+// another program then ends as text files do. Binary output is left as
+// it is.
+func (out *output) endText() error {
+	if out.o.mode != modeRaw || out.o.json || out.rawLast == 0 || out.rawLast == '\n' ||
+		out.rawLastType != bidi.DataTypeUTF8 || (out.o.newlineSet && !out.o.newline) {
+		return nil
+	}
+	out.rawLast = '\n'
+	return out.write([]byte("\n"))
+}
+
+// abort is called when the stream failed: it ends raw text with a line
+// end and prints the answer in progress as far as it got, marked
+// incomplete, before the error is reported. Events not yet complete are
+// dropped.
+func (out *output) abort() {
+	if out.o.mode == modeRaw {
+		out.endText()
+		return
+	}
+	if out.o.mode == modeAnswer {
+		out.ans.finish("the stream failed before the answer ended")
+	}
+}
+
 // end is called when the stream ended cleanly: it flushes the decoder and
 // the answer being rebuilt.
 func (out *output) end() error {
 	if out.o.mode == modeRaw {
-		return nil
+		return out.endText()
 	}
 	out.dec.Close()
 	out.closed = true
 	if err := out.drain(); err != nil {
 		return err
 	}
-	if err := out.ans.finish(); err != nil {
+	if err := out.ans.finish("the stream ended before the answer did"); err != nil {
 		return err
 	}
 	if err := out.checkPrinted(); err != nil {

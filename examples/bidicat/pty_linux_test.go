@@ -161,8 +161,8 @@ func TestQuietOnTerminal(t *testing.T) {
 	if screen != "" {
 		t.Errorf("-q, yet the terminal showed %q", screen)
 	}
-	if r.stdout != "hello" {
-		t.Errorf("stdout %q", r.stdout)
+	if r.stdout != "hello\n" {
+		t.Errorf("stdout %q, want the message and, piped text, a final line end", r.stdout)
 	}
 }
 

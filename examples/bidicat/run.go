@@ -19,6 +19,7 @@ const (
 	exitUsage       = 2
 	exitHTTP        = 3
 	exitStream      = 4
+	exitConnect     = 5
 	exitInterrupted = cli.ExitInterrupted
 )
 
@@ -39,6 +40,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintf(stderr, "bidicat: usage: %v\nRun 'bidicat -h' for the flags.\n", err)
 		}
 		return exitUsage
+	}
+	if o.version {
+		fmt.Fprintln(stdout, version())
+		return exitOK
 	}
 	sessCtx := ctx
 	if o.timeout > 0 {
@@ -86,13 +91,18 @@ func (c *cat) session(ctx context.Context, stdin io.Reader) error {
 
 	recvDone := make(chan error, 1)
 	go func() { recvDone <- c.receive(ctx, sess) }()
+	snd := &sender{sess: sess, o: c.o, st: c.st}
 	sendDone := make(chan error, 1)
-	go func() { sendDone <- (&sender{sess: sess, o: c.o, st: c.st}).run(ctx, stdin) }()
+	go func() { sendDone <- snd.run(ctx, stdin) }()
 
 	select {
 	case err := <-recvDone:
 		// The stream is over. A sender still waiting for stdin is left
-		// behind: its next Send fails once the session is closed.
+		// behind: its next Send fails once the session is closed. One
+		// that was in the middle of a message lost it.
+		if err == nil && snd.pending.Load() {
+			return c.inputCut(bidi.ErrStreamEnded)
+		}
 		return err
 	case err := <-sendDone:
 		var le *localError
@@ -102,13 +112,37 @@ func (c *cat) session(ctx context.Context, stdin io.Reader) error {
 			return err
 		}
 		// After a session error the receiver reports the cause too; it
-		// is the better one to report.
+		// is the better one to report. A stream the service ended
+		// cleanly before the input was sent is a failure all the same.
 		rerr := <-recvDone
-		if rerr != nil || err == nil || errors.Is(err, bidi.ErrStreamEnded) {
+		switch {
+		case rerr != nil:
 			return rerr
+		case errors.Is(err, bidi.ErrStreamEnded):
+			return c.inputCut(err)
 		}
 		return err
 	}
+}
+
+// inputCutError reports a stream that the service ended, without giving
+// a reason, before bidicat had sent all its input: what was sent so far
+// and err, which matches bidi.ErrStreamEnded.
+type inputCutError struct {
+	sent string
+	err  error
+}
+
+func (e *inputCutError) Error() string {
+	return fmt.Sprintf("the service ended the stream before all the input was sent (sent %s): the message in progress was not delivered; "+
+		"no reason was given (is the message larger than the model accepts?)", e.sent)
+}
+
+func (e *inputCutError) Unwrap() error { return e.err }
+
+func (c *cat) inputCut(err error) error {
+	sp, sb, _, _, _, _ := c.st.snapshot()
+	return &inputCutError{sent: count(sp, sb), err: err}
 }
 
 // receive prints the response headers, then every part the model sends,
@@ -135,6 +169,9 @@ func (c *cat) receive(ctx context.Context, sess *bidi.Session) error {
 			}
 			continue
 		case err != nil:
+			// What was received before the failure is still printed:
+			// an answer as far as it went, marked incomplete.
+			c.out.abort()
 			return err
 		}
 		c.st.received(len(p.Data))

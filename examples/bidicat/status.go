@@ -43,6 +43,13 @@ type status struct {
 	recvParts, recvBytes int64
 	upTotal              int64 // bytes to upload, 0 if unknown
 
+	// Answers of -o answer, for the wait after the input: messages sent
+	// whole, answers complete (or failed), whether one is in progress,
+	// and a channel closed (and replaced) at each change of these.
+	sentMessages, answersDone int64
+	answerOpen                bool
+	changed                   chan struct{}
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -58,7 +65,7 @@ func newStatus(stderr io.Writer, onTTY, live, shared bool) *status {
 	if width < 40 {
 		width = 80
 	}
-	return &status{stderr: stderr, onTTY: onTTY, live: onTTY && live, shared: shared, width: width}
+	return &status{stderr: stderr, onTTY: onTTY, live: onTTY && live, shared: shared, width: width, changed: make(chan struct{})}
 }
 
 // start begins drawing, if live, and records the opening time.
@@ -123,6 +130,45 @@ func (s *status) sent(n int) {
 	s.sentParts++
 	s.sentBytes += int64(n)
 	s.mu.Unlock()
+}
+
+// sentMessage counts a message sent whole (its COMPLETE part).
+func (s *status) sentMessage() {
+	s.mu.Lock()
+	s.sentMessages++
+	s.notify()
+	s.mu.Unlock()
+}
+
+// answerBegin records the first event of an answer.
+func (s *status) answerBegin() {
+	s.mu.Lock()
+	s.answerOpen = true
+	s.notify()
+	s.mu.Unlock()
+}
+
+// answerEnd records the end of an answer: complete, failed or cut off.
+func (s *status) answerEnd() {
+	s.mu.Lock()
+	s.answerOpen = false
+	s.answersDone++
+	s.notify()
+	s.mu.Unlock()
+}
+
+// answers returns the messages sent whole, the answers ended, whether one
+// is in progress, and a channel closed at the next change of these.
+func (s *status) answers() (sent, done int64, open bool, changed <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sentMessages, s.answersDone, s.answerOpen, s.changed
+}
+
+// notify wakes the waiters of answers; s.mu is held.
+func (s *status) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 func (s *status) received(n int) {

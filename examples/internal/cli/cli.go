@@ -170,16 +170,25 @@ func (f *Flags) Describe(err error) string {
 //   - a missing region: set -region or AWS_REGION;
 //   - a certificate of unknown authority from an -endpoint-url, usually
 //     the local gateway's, which makes a new certificate at each start:
-//     trust the one it wrote with -cert-out again.
+//     trust the one it wrote with -cert-out again;
+//   - an http:// -endpoint-url whose server did not speak HTTP/2 in the
+//     clear: it most likely expects TLS (the gateway's default), so use
+//     https:// (unless the error already says so);
+//   - an -endpoint-url where nothing listens: start the gateway, or
+//     check the URL.
 func (f *Flags) Hint(err error) string {
 	msg := err.Error()
 	var unknownCA x509.UnknownAuthorityError
 	switch {
-	case strings.Contains(msg, "Missing Region"):
+	case errors.Is(err, bidi.ErrNoRegion) || strings.Contains(msg, "Missing Region"):
 		return "set -region or AWS_REGION"
 	case f.EndpointURL != "" && (errors.As(err, &unknownCA) || strings.Contains(msg, "certificate signed by unknown authority")):
 		return "the local gateway makes a new certificate at each start: re-trust the certificate written with -cert-out " +
 			"(AWS_CA_BUNDLE=FILE, or bidicat -ca-cert FILE)"
+	case errors.Is(err, bidi.ErrNotHTTP2) && strings.HasPrefix(strings.ToLower(f.EndpointURL), "http://") && !strings.Contains(msg, "https://"):
+		return "the server at -endpoint-url does not speak HTTP/2 without TLS: use https:// (the gateway serves TLS unless started with -h2c)"
+	case f.EndpointURL != "" && errors.Is(err, syscall.ECONNREFUSED):
+		return "nothing listens at -endpoint-url " + f.EndpointURL + ": is the gateway running (go run ./examples/gateway)?"
 	}
 	return ""
 }
