@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go/metrics"
+	"github.com/aws/smithy-go/tracing"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
@@ -162,8 +164,11 @@ var (
 	benchInfoErr error
 	benchBidi    *bidi.Client // against biditest.Echo
 	benchEvent   *bidi.Client // against eventEcho
-	benchRaw     *http.Client
-	benchStdin   io.WriteCloser // kept open: the server process exits when it closes
+	// benchObserved is benchEvent with no-op tracer and meter providers:
+	// the cost of the instrumentation itself.
+	benchObserved *bidi.Client
+	benchRaw      *http.Client
+	benchStdin    io.WriteCloser // kept open: the server process exits when it closes
 )
 
 // benchClients starts the server process once and returns bidi clients
@@ -211,6 +216,14 @@ func benchClients(b *testing.B) (event, biditestEcho *bidi.Client, raw *http.Cli
 			o.Credentials = aws.NewCredentialsCache(staticCreds{})
 			o.BaseEndpoint = aws.String(benchInfo.Event)
 			o.TLSConfig = trustingTLS(benchInfo.EventCert)
+		})
+		benchObserved = bidi.NewFromConfig(aws.Config{}, func(o *bidi.Options) {
+			o.Region = biditest.Region
+			o.Credentials = aws.NewCredentialsCache(staticCreds{})
+			o.BaseEndpoint = aws.String(benchInfo.Event)
+			o.TLSConfig = trustingTLS(benchInfo.EventCert)
+			o.TracerProvider = tracing.NopTracerProvider{}
+			o.MeterProvider = metrics.NopMeterProvider{}
 		})
 		benchRaw = trustingClient(benchInfo.RawCert)
 	})
@@ -284,7 +297,7 @@ var benchSizes = []int{256, 16384}
 // the echoes. msgs/s counts round-tripped messages; MB/s is payload per
 // direction.
 func BenchmarkStream(b *testing.B) {
-	for _, impl := range []string{"ours", "raw", "ours-biditest"} {
+	for _, impl := range []string{"ours", "ours-observed", "raw", "ours-biditest"} {
 		for _, size := range benchSizes {
 			b.Run(fmt.Sprintf("impl=%s/size=%d", impl, size), func(b *testing.B) {
 				ev, bt, rc, info := benchClients(b)
@@ -294,6 +307,8 @@ func BenchmarkStream(b *testing.B) {
 				switch impl {
 				case "ours":
 					streamOurs(b, ev, msg)
+				case "ours-observed":
+					streamOurs(b, benchObserved, msg)
 				case "ours-biditest":
 					streamOurs(b, bt, msg)
 				default:

@@ -31,6 +31,9 @@ type Client struct {
 	userAgent string
 	logOn     bool // a log mode is set and the logger is not logging.Nop
 
+	// obs records traces and metrics; nil when no provider is set.
+	obs *observer
+
 	// skew is the clock skew (in nanoseconds) measured from the service's
 	// Date header after a signature refused for its time; added to
 	// Options.Now for signing.
@@ -48,7 +51,7 @@ type Client struct {
 // endpoint combined with FIPS, are reported by [Client.Open].
 func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
 	o := resolveOptions(cfg, optFns...)
-	c := &Client{options: o, signer: newSigner(), userAgent: userAgent, padLock: newCtxLock()}
+	c := &Client{options: o, signer: newSigner(), userAgent: userAgent, padLock: newCtxLock(), obs: newObserver(o.TracerProvider, o.MeterProvider)}
 	_, nop := o.Logger.(logging.Nop)
 	c.logOn = !nop && o.ClientLogMode != 0
 	if o.AppID != "" {
@@ -133,9 +136,11 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 		return nil, context.Cause(ctx)
 	}
 	s := newSession(ctx, c, in)
+	s.obs = c.obs.startSession(ctx, in.EndpointName)
 	a, err := s.newAttempt(1)
 	if err != nil {
 		s.end(err, phaseClosed, endDefinite)
+		s.obs.end(err, false)
 		return nil, err
 	}
 	if s.c.logOn {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/logging"
+	"github.com/aws/smithy-go/metrics"
+	"github.com/aws/smithy-go/tracing"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 )
@@ -162,6 +164,17 @@ type Options struct {
 	// keeps the client silent, as AWS service clients are. Whatever the
 	// mode, payloads, credentials and signatures are never logged.
 	ClientLogMode aws.ClientLogMode
+
+	// TracerProvider, if set, traces each session with one span from Open
+	// to the stream's end (see SpanName and the Event* and Attr*
+	// constants). Nil, the default, records nothing and costs nothing.
+	TracerProvider tracing.TracerProvider
+
+	// MeterProvider, if set, receives the client's metrics: the
+	// operation-level client.call.duration, client.call.attempts and
+	// client.call.errors, and the stream-level ones under
+	// StreamMetricPrefix. Nil, the default, records nothing.
+	MeterProvider metrics.MeterProvider
 
 	// AppID is an application identifier added to the User-Agent header.
 	AppID string

@@ -274,6 +274,9 @@ func (s *Session) push(it recvItem, r *respReader) bool {
 	}
 	s.queued.Add(int64(it.size))
 	s.lastRecv.Store(monotonic())
+	if it.err == nil {
+		s.obs.received(it.size)
+	}
 	select {
 	case s.recvQ <- it:
 		return true

@@ -232,6 +232,7 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 		ok, err := s.pipe.enqueue(&s.msg)
 		switch {
 		case ok:
+			s.obs.sent(len(p.Data))
 			return nil
 		case err != nil:
 			select {

@@ -117,6 +117,10 @@ type Session struct {
 	midMessage bool         // the last part received was PARTIAL
 	maxMessage int
 
+	// obs traces and measures the session (nil when unobserved); its
+	// methods say which goroutine calls them.
+	obs *sessionObs
+
 	// Owned by the run goroutine.
 	refusals     int               // attempts the server refused
 	skewRetried  bool              // an attempt was retried after a clock-skew correction
@@ -290,7 +294,11 @@ var errCannotReplay = errors.New("bidi: cannot resend the request: more than Rep
 // is the session's own goroutine.
 func (s *Session) run(a *attempt) {
 	defer func() { a.cancel() }()
+	if s.obs != nil {
+		defer func() { s.obs.end(s.endCause(), s.state.userClosed.Load()) }()
+	}
 	for {
+		s.obs.attempt()
 		resp, err := s.c.roundTrip(a)
 		if err != nil {
 			if !s.retryRefused(err) {
@@ -324,6 +332,7 @@ func (s *Session) run(a *attempt) {
 				s.fail(err)
 				return
 			}
+			s.obs.retry(a.n, err)
 			a.cancel()
 			if !sleepCtx(s.ctx, delay) {
 				s.fail(s.sessionErr())
@@ -351,6 +360,7 @@ func (s *Session) run(a *attempt) {
 		// The model has answered: never retry from here on.
 		s.pipe.stopReplay()
 		s.resp = responseOf(resp)
+		s.obs.response(resp.StatusCode)
 		s.state.advance(phaseStreaming)
 		close(s.respReady)
 		if s.c.logOn {
@@ -501,4 +511,16 @@ func (s *Session) logf(cl logging.Classification, format string, v ...any) {
 func isEventStream(h http.Header) bool {
 	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
 	return err == nil && mt == contentTypeEventStream
+}
+
+// endCause is why the session ended, for its span: the terminal error,
+// else the context's cause.
+func (s *Session) endCause() error {
+	if err := s.state.terminal(); err != nil {
+		return err
+	}
+	if s.ctx.Err() != nil {
+		return s.sessionErr()
+	}
+	return nil
 }

@@ -1,0 +1,272 @@
+package bidi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/aws/smithy-go/metrics"
+	"github.com/aws/smithy-go/tracing"
+)
+
+// Observability: names of the span, its events and attributes, and of the
+// metrics a client records when Options.TracerProvider or
+// Options.MeterProvider is set. The operation-level metrics use
+// aws-sdk-go-v2's client.call.* names; the stream-level ones are under
+// StreamMetricPrefix. No attribute ever holds a payload, a credential or a
+// signature.
+const (
+	// ObservabilityScope is the instrumentation scope of the tracer and
+	// the meter.
+	ObservabilityScope = "github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+
+	// SpanName is the name of the span that covers a whole session, from
+	// Open to the stream's end.
+	SpanName = ServiceID + ".InvokeEndpointWithBidirectionalStream"
+
+	// StreamMetricPrefix prefixes the stream-level metrics.
+	StreamMetricPrefix = "sagemaker_bidi.stream."
+
+	// Span events.
+	EventResponse   = "response"    // the response head arrived (attribute http.status_code)
+	EventFirstEvent = "first_event" // the first PayloadPart arrived
+	EventRetry      = "retry"       // the open is tried again (attributes attempt, error.type)
+
+	// Attributes.
+	AttrService      = "rpc.service" // ServiceID
+	AttrMethod       = "rpc.method"  // "InvokeEndpointWithBidirectionalStream"
+	AttrEndpoint     = "aws.sagemaker.endpoint_name"
+	AttrStatusCode   = "http.status_code" // the response status
+	AttrAttempt      = "attempt"          // the attempt that failed (1 = first)
+	AttrErrorType    = "error.type"       // the error code of an API error, else the Go type
+	AttrEndReason    = "end_reason"       // see the EndReason constants
+	AttrOperationErr = "exception.type"   // on client.call.errors
+)
+
+// End reasons of a session, the end_reason attribute of its span and of
+// the StreamMetricPrefix+"ends" counter.
+const (
+	EndCompleted    = "completed"     // the service ended the stream cleanly (or with close code 1000)
+	EndClosed       = "closed"        // Close was called before the end
+	EndContext      = "context"       // the context given to Open ended
+	EndHTTPError    = "http_error"    // the service answered with an HTTP error
+	EndStreamError  = "stream_error"  // a mid-stream exception (ModelStreamError, InternalStreamFailure, ...)
+	EndConnection   = "connection"    // the connection failed (dead peer, reset, refused)
+	EndSendAborted  = "send_aborted"  // a Send was interrupted halfway (SendInterruptedError)
+	EndClientFailed = "client_failed" // credentials, signing or encoding failed
+)
+
+// observer holds a client's tracer and instruments; nil when neither
+// provider is set, so that an unobserved client pays one nil check per
+// call site.
+type observer struct {
+	tracer tracing.Tracer
+
+	callDuration  metrics.Float64Histogram
+	callAttempts  metrics.Int64Counter
+	callErrors    metrics.Int64Counter
+	firstEvent    metrics.Float64Histogram
+	eventsSent    metrics.Int64Counter
+	eventsRecv    metrics.Int64Counter
+	bytesSent     metrics.Int64Counter
+	bytesRecv     metrics.Int64Counter
+	duration      metrics.Float64Histogram
+	active        metrics.Int64UpDownCounter
+	retries       metrics.Int64Counter
+	ends          metrics.Int64Counter
+	baseRecordOpt []metrics.RecordMetricOption
+}
+
+func newObserver(tp tracing.TracerProvider, mp metrics.MeterProvider) *observer {
+	if tp == nil && mp == nil {
+		return nil
+	}
+	if tp == nil {
+		tp = tracing.NopTracerProvider{}
+	}
+	if mp == nil {
+		mp = metrics.NopMeterProvider{}
+	}
+	o := &observer{tracer: tp.Tracer(ObservabilityScope)}
+	m := mp.Meter(ObservabilityScope)
+	unit := func(u, d string) metrics.InstrumentOption {
+		return func(io *metrics.InstrumentOptions) { io.UnitLabel, io.Description = u, d }
+	}
+	o.callDuration, _ = m.Float64Histogram("client.call.duration", unit("s", "Time from Open to the response head (or the open's failure), retries included"))
+	o.callAttempts, _ = m.Int64Counter("client.call.attempts", unit("{attempt}", "Attempts to open a stream"))
+	o.callErrors, _ = m.Int64Counter("client.call.errors", unit("{error}", "Opens that failed"))
+	o.firstEvent, _ = m.Float64Histogram(StreamMetricPrefix+"time_to_first_event", unit("s", "Time from Open to the first PayloadPart received"))
+	o.eventsSent, _ = m.Int64Counter(StreamMetricPrefix+"events_sent", unit("{event}", "PayloadParts sent"))
+	o.eventsRecv, _ = m.Int64Counter(StreamMetricPrefix+"events_received", unit("{event}", "PayloadParts received"))
+	o.bytesSent, _ = m.Int64Counter(StreamMetricPrefix+"bytes_sent", unit("By", "Payload bytes sent"))
+	o.bytesRecv, _ = m.Int64Counter(StreamMetricPrefix+"bytes_received", unit("By", "Payload bytes received"))
+	o.duration, _ = m.Float64Histogram(StreamMetricPrefix+"duration", unit("s", "Session duration, Open to end"))
+	o.active, _ = m.Int64UpDownCounter(StreamMetricPrefix+"active", unit("{session}", "Open sessions"))
+	o.retries, _ = m.Int64Counter(StreamMetricPrefix+"retries", unit("{retry}", "Retried opens"))
+	o.ends, _ = m.Int64Counter(StreamMetricPrefix+"ends", unit("{session}", "Ended sessions, by end_reason"))
+	o.baseRecordOpt = []metrics.RecordMetricOption{func(ro *metrics.RecordMetricOptions) {
+		ro.Properties.Set(AttrService, ServiceID)
+		ro.Properties.Set(AttrMethod, "InvokeEndpointWithBidirectionalStream")
+	}}
+	return o
+}
+
+// sessionObs is one session's span and measurements. Its methods are
+// called from the session's goroutines as noted; a nil *sessionObs does
+// nothing.
+type sessionObs struct {
+	o     *observer
+	span  tracing.Span
+	ctx   context.Context // the span's context, for recording
+	start time.Time
+
+	answered  bool // owned by the run goroutine
+	gotFirst  bool // owned by the run goroutine
+	ended     bool // owned by the run goroutine (end is called there once)
+	firstSent bool
+}
+
+// startSession starts the session span under ctx's span, if any.
+func (o *observer) startSession(ctx context.Context, endpoint string) *sessionObs {
+	if o == nil {
+		return nil
+	}
+	sctx, span := o.tracer.StartSpan(ctx, SpanName, func(so *tracing.SpanOptions) {
+		so.Kind = tracing.SpanKindClient
+		so.Properties.Set(AttrService, ServiceID)
+		so.Properties.Set(AttrMethod, "InvokeEndpointWithBidirectionalStream")
+		so.Properties.Set(AttrEndpoint, endpoint)
+	})
+	so := &sessionObs{o: o, span: span, ctx: context.WithoutCancel(sctx), start: time.Now()}
+	o.active.Add(so.ctx, 1, o.baseRecordOpt...)
+	return so
+}
+
+// attempt records an attempt to open (run goroutine).
+func (so *sessionObs) attempt() {
+	if so == nil {
+		return
+	}
+	so.o.callAttempts.Add(so.ctx, 1, so.o.baseRecordOpt...)
+}
+
+// retry records a retried open after attempt n failed with err (run
+// goroutine).
+func (so *sessionObs) retry(n int, err error) {
+	if so == nil {
+		return
+	}
+	so.span.AddEvent(EventRetry, func(eo *tracing.EventOptions) {
+		eo.Properties.Set(AttrAttempt, n)
+		eo.Properties.Set(AttrErrorType, errorType(err))
+	})
+	so.o.retries.Add(so.ctx, 1, so.o.baseRecordOpt...)
+}
+
+// response records the response head (run goroutine).
+func (so *sessionObs) response(status int) {
+	if so == nil {
+		return
+	}
+	so.answered = true
+	so.span.AddEvent(EventResponse, func(eo *tracing.EventOptions) { eo.Properties.Set(AttrStatusCode, status) })
+	so.span.SetProperty(AttrStatusCode, status)
+	so.o.callDuration.Record(so.ctx, time.Since(so.start).Seconds(), so.o.baseRecordOpt...)
+}
+
+// received records a PayloadPart of n bytes (run goroutine).
+func (so *sessionObs) received(n int) {
+	if so == nil {
+		return
+	}
+	if !so.gotFirst {
+		so.gotFirst = true
+		so.span.AddEvent(EventFirstEvent)
+		so.o.firstEvent.Record(so.ctx, time.Since(so.start).Seconds(), so.o.baseRecordOpt...)
+	}
+	so.o.eventsRecv.Add(so.ctx, 1, so.o.baseRecordOpt...)
+	so.o.bytesRecv.Add(so.ctx, int64(n), so.o.baseRecordOpt...)
+}
+
+// sent records a PayloadPart of n bytes queued (sender, under the send
+// lock).
+func (so *sessionObs) sent(n int) {
+	if so == nil {
+		return
+	}
+	so.o.eventsSent.Add(so.ctx, 1, so.o.baseRecordOpt...)
+	so.o.bytesSent.Add(so.ctx, int64(n), so.o.baseRecordOpt...)
+}
+
+// end ends the span with the session's end reason and error (run
+// goroutine, once, as it exits).
+func (so *sessionObs) end(err error, closedByUser bool) {
+	if so == nil || so.ended {
+		return
+	}
+	so.ended = true
+	reason := endReason(err, closedByUser)
+	so.span.SetProperty(AttrEndReason, reason)
+	if err != nil && reason != EndCompleted && reason != EndClosed {
+		so.span.SetProperty(AttrErrorType, errorType(err))
+		so.span.SetStatus(tracing.SpanStatusError)
+	} else {
+		so.span.SetStatus(tracing.SpanStatusOK)
+	}
+	if !so.answered {
+		so.o.callDuration.Record(so.ctx, time.Since(so.start).Seconds(), so.o.baseRecordOpt...)
+		so.o.callErrors.Add(so.ctx, 1, append(so.o.baseRecordOpt[:len(so.o.baseRecordOpt):len(so.o.baseRecordOpt)], func(ro *metrics.RecordMetricOptions) {
+			ro.Properties.Set(AttrOperationErr, errorType(err))
+		})...)
+	}
+	so.o.duration.Record(so.ctx, time.Since(so.start).Seconds(), so.o.baseRecordOpt...)
+	so.o.active.Add(so.ctx, -1, so.o.baseRecordOpt...)
+	so.o.ends.Add(so.ctx, 1, append(so.o.baseRecordOpt[:len(so.o.baseRecordOpt):len(so.o.baseRecordOpt)], func(ro *metrics.RecordMetricOptions) {
+		ro.Properties.Set(AttrEndReason, reason)
+	})...)
+	so.span.End()
+}
+
+// endReason classifies how a session ended.
+func endReason(err error, closedByUser bool) string {
+	var (
+		re  *ResponseError
+		oce *OpenContextError
+		sie *SendInterruptedError
+		mse *ModelStreamError
+		isf *InternalStreamFailure
+		se  *StreamError
+	)
+	switch {
+	case err == nil, err == io.EOF, errors.Is(err, ErrStreamEnded), IsNormalClosure(err):
+		return EndCompleted
+	case closedByUser || errors.Is(err, ErrSessionClosed):
+		return EndClosed
+	case errors.As(err, &oce), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return EndContext
+	case errors.As(err, &re):
+		return EndHTTPError
+	case errors.As(err, &sie):
+		return EndSendAborted
+	case errors.As(err, &mse), errors.As(err, &isf), errors.As(err, &se):
+		return EndStreamError
+	case errors.Is(err, ErrNoCredentials), errors.Is(err, ErrMalformedResponse):
+		return EndClientFailed
+	}
+	return EndConnection
+}
+
+// errorType is the log-safe type of err: an API error's code, else the Go
+// type (never the message, which may echo content).
+func errorType(err error) string {
+	var api interface{ ErrorCode() string }
+	if errors.As(err, &api) {
+		return cleanText(api.ErrorCode())
+	}
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf("%T", err)
+}
