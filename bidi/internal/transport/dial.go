@@ -77,7 +77,8 @@ func (t *Transport) dialConn(ctx context.Context, e endpoint) (*conn, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		nc.SetDeadline(dl)
 	}
-	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	raw := nc // nc becomes the TLS connection; the deadline is the TCP one's
+	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if e.scheme == "https" {
 		nc, err = t.handshakeTLS(ctx, nc, e)
