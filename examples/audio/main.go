@@ -4,14 +4,24 @@
 //
 // The audio is synthetic: a sine tone rendered as 16-bit mono PCM, cut
 // into chunks of -chunk-ms milliseconds, each sent when a live capture
-// would have recorded it. By default each chunk is a BINARY message of
-// its own; with -fragment the chunks are the PARTIAL…COMPLETE parts of
-// one message (Session.SendPart), which the model's container receives as
-// one fragmented WebSocket message.
+// would have recorded it. Each chunk is a BINARY message of its own
+// (Session.Send): that is the way to stream live audio, since SageMaker
+// hands each message to the model container as one WebSocket message
+// and the model can answer it at once.
+//
+// With -fragment the chunks are instead the PARTIAL…COMPLETE parts of
+// one message (Session.SendPart). The container receives them as one
+// fragmented WebSocket message, and a container built on a message-level
+// WebSocket library (most are) sees it only once it is complete: the
+// first result then waits for the whole recording. Fragments are right
+// for one large message that must arrive whole (a recorded file, an
+// image), not for live audio; the program shows the difference.
 //
 // With no flags it needs no AWS account: it runs against an in-process
-// SageMaker-compatible server whose toy "recognizer" answers every piece
-// of audio at once with its level and pitch so far.
+// SageMaker-compatible server whose toy "recognizer" answers every
+// message of audio at once with its level and pitch so far. Like a real
+// container, it sees a fragmented message only when it is complete
+// (biditest's Server.WholeMessages).
 //
 //	go run ./examples/audio
 //	go run ./examples/audio -seconds 5 -freq 220 -fragment
@@ -31,6 +41,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
@@ -62,14 +73,20 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.IntVar(&o.sampleRate, "sample-rate", 16000, "`samples` per second of the 16-bit mono PCM, e.g. -sample-rate 8000")
 	fs.IntVar(&o.chunkMS, "chunk-ms", 100, "audio per chunk in `milliseconds`, e.g. -chunk-ms 20")
 	fs.Float64Var(&o.speed, "speed", 1, "pace relative to real time (2: twice as fast; 0: no pacing), e.g. -speed 0")
-	fs.BoolVar(&o.fragment, "fragment", false, "send the chunks as PARTIAL…COMPLETE parts of one message, e.g. -fragment")
+	fs.BoolVar(&o.fragment, "fragment", false, "send the chunks as PARTIAL…COMPLETE parts of one message, which a container sees only when complete (to compare; live audio wants one message per chunk), e.g. -fragment")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the whole session, e.g. -timeout 30s")
 	return fs, o
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs, o := newFlagSet(stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, errPrinted{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := o.conn.Check(); err != nil {
 		return nil, err
 	}
 	switch {
@@ -83,13 +100,22 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
+// errPrinted is a command-line error cli.Parse printed already.
+type errPrinted struct{ error }
+
+func (e errPrinted) Unwrap() error { return e.error }
+
 // run runs the program and returns its exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	var printed errPrinted
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		return 0
-	} else if err != nil {
-		fmt.Fprintln(stderr, "audio:", err)
+	case errors.As(err, &printed):
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "audio: usage: %v\nRun 'audio -h' for the flags.\n", err)
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -101,8 +127,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func session(ctx context.Context, o *options, stdout io.Writer) error {
-	srv := o.conn.LocalServer(recognizer(o.sampleRate))
-	if srv != nil {
+	var srv *biditest.Server
+	if o.conn.Endpoint == "" {
+		srv = biditest.NewUnstartedServer(recognizer(o.sampleRate))
+		// A container sees a fragmented message only when complete,
+		// as behind SageMaker.
+		srv.WholeMessages = true
+		srv.Start()
 		defer srv.Close()
 		fmt.Fprintf(stdout, "in-process server at %s with a toy streaming recognizer\n", srv.URL)
 	}

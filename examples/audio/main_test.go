@@ -50,10 +50,17 @@ func TestRealTimeChunks(t *testing.T) {
 	}
 }
 
-// TestFragmentedMessage sends the chunks as the parts of one message: the
-// recognizer still answers each part as it arrives.
+// TestFragmentedMessage sends the chunks as the parts of one message, at
+// real-time pace: like a container behind SageMaker, the recognizer sees
+// them only once the message is complete, so no result comes before the
+// last chunk is sent, and the program says why (issue 11: it suggested
+// fragments for live audio).
 func TestFragmentedMessage(t *testing.T) {
 	got, _ := runAudio(t, "-seconds", "0.3", "-speed", "0", "-fragment", "-freq", "220", "-chunk-ms", "50")
+	if strings.Contains(got, "live: the first result arrived") ||
+		!strings.Contains(got, "not live: the container saw the fragmented message only once complete") {
+		t.Errorf("no explanation of the wait:\n%s", got)
+	}
 	for _, want := range []string{
 		"-> chunk  1/6: 1600 bytes of audio as a BINARY PARTIAL part",
 		"-> chunk  6/6: 1600 bytes of audio as a BINARY COMPLETE part",
@@ -88,9 +95,20 @@ func TestFlags(t *testing.T) {
 	if code := run(ctx, []string{"-h"}, &out, &errOut); code != 0 {
 		t.Errorf("-h exit code %d", code)
 	}
-	for _, args := range [][]string{{"-seconds", "0"}, {"-speed", "-1"}, {"-bogus"}} {
-		if code := run(ctx, args, &out, &errOut); code != 2 {
-			t.Errorf("%q: exit code %d, want 2", args, code)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-seconds", "0"}, "audio: usage: -seconds: want 0 to 600\nRun 'audio -h' for the flags.\n"},
+		{[]string{"-speed", "-1"}, "must be positive"},
+		// The error and a pointer to -h, not the whole help.
+		{[]string{"-bogus"}, "audio: usage: flag provided but not defined: -bogus\nRun 'audio -h' for the flags.\n"},
+		{[]string{"-endpoint", "my_asr"}, "the character '_' at offset 2"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		errOut.Reset()
+		if code := run(ctx, tc.args, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), tc.want) || strings.Contains(errOut.String(), "-sample-rate samples") {
+			t.Errorf("%q: exit code %d, stderr %q; want 2 and %q", tc.args, code, errOut.String(), tc.want)
 		}
 	}
 }

@@ -20,10 +20,11 @@ type result struct {
 }
 
 // recognizer is the in-process stand-in for a streaming speech model: it
-// reads the audio part by part (RecvPart, so fragments of one message
-// count as they come) and answers each at once with a UTF8 partial
-// result, its level and pitch so far; at the end of the stream it sends
-// a final result.
+// reads the audio part by part (RecvPart) and answers each at once with
+// a UTF8 partial result, its level and pitch so far; at the end of the
+// stream it sends a final result. Behind a server with WholeMessages, as
+// the program runs it, the parts of a fragmented message reach it only
+// once the message is complete, as they reach a real container.
 func recognizer(sampleRate int) biditest.Handler {
 	return biditest.HandlerFunc(func(st *biditest.Stream) {
 		if st.Accept() != nil {

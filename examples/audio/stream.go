@@ -37,7 +37,7 @@ func stream(ctx context.Context, sess *bidi.Session, pcm []byte, o *options, l *
 	done := make(chan received, 1)
 	go func() { done <- receive(ctx, sess, l) }()
 
-	lastSent, err := send(ctx, sess, pcm, o, l)
+	lastBegun, lastSent, err := send(ctx, sess, pcm, o, l)
 	if err == nil {
 		// No more audio: the model finishes, then ends the stream.
 		err = sess.CloseSend()
@@ -61,9 +61,13 @@ func stream(ctx context.Context, sess *bidi.Session, pcm []byte, o *options, l *
 		audio.Round(time.Millisecond), elapsed.Round(time.Millisecond), pace, r.parts)
 	if r.parts > 0 {
 		fmt.Fprintf(l.out, ", the first after %s", r.first.Sub(l.start).Round(time.Millisecond))
-		if r.first.Before(lastSent) {
+		switch {
+		case r.first.Before(lastBegun):
 			fmt.Fprintf(l.out, "\nlive: the first result arrived %s before the last chunk was sent",
 				lastSent.Sub(r.first).Round(time.Millisecond))
+		case o.fragment:
+			fmt.Fprint(l.out, "\nnot live: the container saw the fragmented message only once complete, "+
+				"so the first result waited for the whole recording; send one message per chunk (without -fragment) for live results")
 		}
 	}
 	fmt.Fprintln(l.out)
@@ -74,20 +78,23 @@ func stream(ctx context.Context, sess *bidi.Session, pcm []byte, o *options, l *
 // live capture would have recorded it, at (i+1)*chunkMS/speed; speed 0
 // sends as fast as flow control allows. With fragment set, the chunks are
 // the PARTIAL…COMPLETE parts of one message; otherwise each chunk is a
-// message of its own, as most streaming speech models expect.
-func send(ctx context.Context, sess *bidi.Session, pcm []byte, o *options, l *logger) (time.Time, error) {
+// message of its own, as most streaming speech models expect: the
+// container can answer each message as it arrives, while it sees a
+// fragmented message only when complete.
+//
+// It returns when the last chunk began to be sent and when it was sent.
+func send(ctx context.Context, sess *bidi.Session, pcm []byte, o *options, l *logger) (lastBegun, last time.Time, err error) {
 	chunk := o.sampleRate * 2 * o.chunkMS / 1000
 	n := (len(pcm) + chunk - 1) / chunk
-	var last time.Time
 	for i := range n {
 		piece := pcm[i*chunk : min((i+1)*chunk, len(pcm))]
 		if o.speed > 0 {
 			due := l.start.Add(time.Duration(float64(i+1) * float64(o.chunkMS) * float64(time.Millisecond) / o.speed))
 			if err := sleepUntil(ctx, due); err != nil {
-				return last, err
+				return lastBegun, last, err
 			}
 		}
-		var err error
+		lastBegun = time.Now()
 		how := "message"
 		if o.fragment {
 			complete := i == n-1
@@ -100,12 +107,12 @@ func send(ctx context.Context, sess *bidi.Session, pcm []byte, o *options, l *lo
 			err = sess.Send(ctx, bidi.Binary(piece))
 		}
 		if err != nil {
-			return last, err
+			return lastBegun, last, err
 		}
 		last = time.Now()
 		l.printf("-> chunk %2d/%d: %d bytes of audio as a BINARY %s", i+1, n, len(piece), how)
 	}
-	return last, nil
+	return lastBegun, last, nil
 }
 
 // receive prints every part the model sends, as it arrives, until the

@@ -67,7 +67,11 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs, o := newFlagSet(stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, err
+	}
+	if err := o.conn.Check(); err != nil {
+		fmt.Fprintf(stderr, "chat: usage: %v\nRun 'chat -h' for the flags.\n", err)
 		return nil, err
 	}
 	o.prompts = fs.Args()

@@ -56,8 +56,18 @@ func TestChatDefaultPromptsAndFlags(t *testing.T) {
 	if code := run(ctx, []string{"-h"}, &out, &errOut); code != 0 {
 		t.Errorf("-h exit code %d", code)
 	}
+	errOut.Reset()
 	if code := run(ctx, []string{"-bogus"}, &out, &errOut); code != 2 {
 		t.Errorf("bad flag exit code %d, want 2", code)
+	}
+	// The error and a pointer to -h, not the whole help.
+	if want := "chat: usage: flag provided but not defined: -bogus\nRun 'chat -h' for the flags.\n"; errOut.String() != want {
+		t.Errorf("bad flag: stderr %q, want %q", errOut.String(), want)
+	}
+	errOut.Reset()
+	if code := run(ctx, []string{"-endpoint", "arn:aws:sagemaker:us-west-2:1:endpoint/my-llm"}, &out, &errOut); code != 2 ||
+		!strings.Contains(errOut.String(), "pass the endpoint name, e.g. -endpoint my-llm") {
+		t.Errorf("endpoint ARN: exit %d, stderr %q", code, errOut.String())
 	}
 }
 

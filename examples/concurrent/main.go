@@ -22,19 +22,14 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"sync/atomic"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
@@ -71,7 +66,13 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs, o := newFlagSet(stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
+		return nil, errPrinted{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := o.conn.Check(); err != nil {
 		return nil, err
 	}
 	if o.sessions < 1 || o.messages < 1 || o.size < 32 || o.size > bidi.DefaultMaxMessageSize {
@@ -80,13 +81,22 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
+// errPrinted is a command-line error cli.Parse printed already.
+type errPrinted struct{ error }
+
+func (e errPrinted) Unwrap() error { return e.error }
+
 // run runs the program and returns its exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	var printed errPrinted
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		return 0
-	} else if err != nil {
-		fmt.Fprintln(stderr, "concurrent:", err)
+	case errors.As(err, &printed):
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "concurrent: usage: %v\nRun 'concurrent -h' for the flags.\n", err)
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -115,54 +125,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // newClient returns one client for every session, for the in-process
-// server srv or, when it is nil, from the AWS configuration. Its HTTP
-// client is bidi's default transport with a dialer that counts TCP
-// connections, trusting what bidi's own would: srv's certificate, or the
-// system roots plus a custom CA bundle of the AWS configuration
-// (AWS_CA_BUNDLE, or ca_bundle in the shared config file).
+// server srv or, when it is nil, from the AWS configuration. It runs on
+// bidi's own HTTP/2 engine, which trusts what the AWS SDK's clients
+// would (srv's certificate, or the system roots plus a custom CA bundle
+// of the AWS configuration: AWS_CA_BUNDLE, or ca_bundle in the shared
+// config file), with a dialer that counts TCP connections in dials.
 func newClient(ctx context.Context, o *options, srv *biditest.Server, dials *atomic.Int64) (*bidi.Client, error) {
 	if srv != nil {
-		roots := x509.NewCertPool()
-		roots.AddCert(srv.Certificate())
-		return srv.Client(countingHTTPClient(roots, dials)), nil
+		return srv.Client(countDials(dials)), nil
 	}
 	cfg, err := o.conn.LoadConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return o.conn.NewClient(cfg, countingHTTPClient(caBundle(cfg), dials)), nil
+	return o.conn.NewClient(cfg, countDials(dials)), nil
 }
 
-// countingHTTPClient returns the option that sets bidi's default HTTP
-// client, trusting roots (nil: the system roots), with a dialer that
-// counts TCP connections in dials.
-func countingHTTPClient(roots *x509.CertPool, dials *atomic.Int64) func(*bidi.Options) {
-	var tlsConfig *tls.Config
-	if roots != nil {
-		tlsConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-	}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	hc := bidi.NewHTTPClient(func(h *bidi.HTTPClientOptions) {
-		h.TLSConfig = tlsConfig
-		h.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+// countDials returns the option that counts the TCP connections the
+// client's engine dials (Options.DialContext).
+func countDials(dials *atomic.Int64) func(*bidi.Options) {
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
+	return func(opt *bidi.Options) {
+		opt.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			dials.Add(1)
 			return dialer.DialContext(ctx, network, addr)
 		}
-	})
-	return func(opt *bidi.Options) { opt.HTTPClient = hc }
-}
-
-// caBundle returns the certificate pool of the AWS configuration's custom
-// CA bundle (the system roots and the bundle), or nil when there is none.
-// config.LoadDefaultConfig keeps it in the TLS configuration of its
-// BuildableClient.
-func caBundle(cfg aws.Config) *x509.CertPool {
-	if b, ok := cfg.HTTPClient.(interface{ GetTransport() *http.Transport }); ok {
-		if t := b.GetTransport(); t != nil && t.TLSClientConfig != nil {
-			return t.TLSClientConfig.RootCAs
-		}
 	}
-	return nil
 }
 
 // distinctAddrs counts the client addresses the server saw: streams

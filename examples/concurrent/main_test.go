@@ -27,7 +27,8 @@ func TestConcurrentSessionsShareOneConnection(t *testing.T) {
 	for _, want := range []string{
 		"20 sessions x 5 messages of 100 bytes, all from one bidi.Client",
 		"100 round trips in ",
-		"connections: 1 dialed, 1 carried the 20 sessions, the server saw 1 client address(es)",
+		// Counted by Options.DialContext on the client's own engine.
+		"connections: 1 dialed for the 20 sessions, the server saw 1 client address(es)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
@@ -58,16 +59,26 @@ func TestFlags(t *testing.T) {
 	if code := run(ctx, []string{"-h"}, &out, &errOut); code != 0 {
 		t.Errorf("-h exit code %d", code)
 	}
-	for _, args := range [][]string{{"-sessions", "0"}, {"-size", "1"}, {"-bogus"}} {
-		if code := run(ctx, args, &out, &errOut); code != 2 {
-			t.Errorf("%q: exit code %d, want 2", args, code)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-sessions", "0"}, "concurrent: usage: -sessions and -messages must be positive"},
+		{[]string{"-size", "1"}, "-size 32 bytes to 16 MiB"},
+		// The error and a pointer to -h, not the whole help.
+		{[]string{"-bogus"}, "concurrent: usage: flag provided but not defined: -bogus\nRun 'concurrent -h' for the flags.\n"},
+		{[]string{"-endpoint", "my_echo"}, "the character '_' at offset 2"},
+	} {
+		errOut.Reset()
+		if code := run(ctx, tc.args, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), tc.want) || strings.Contains(errOut.String(), "-sessions sessions") {
+			t.Errorf("%q: exit code %d, stderr %q; want 2 and %q", tc.args, code, errOut.String(), tc.want)
 		}
 	}
 }
 
 // TestCABundle runs against a server the AWS configuration reaches: the
-// counting HTTP client trusts the custom CA bundle (AWS_CA_BUNDLE), as
-// bidi's own client would, and nothing more.
+// client's engine, with its counting dialer, trusts the custom CA bundle
+// (AWS_CA_BUNDLE), and nothing more.
 func TestCABundle(t *testing.T) {
 	srv := biditest.NewServer(biditest.DemoModel(nil))
 	defer srv.Close()

@@ -200,8 +200,12 @@ func (d *demo) audio(ctx context.Context, size, maxPart int) error {
 	for i := range pcm {
 		pcm[i] = byte(i * 7)
 	}
-	fmt.Fprintf(d.out, "\n> %d bytes of binary audio: Send splits it into %d PARTIAL…COMPLETE parts of at most %d bytes\n",
-		size, (size+maxPart-1)/maxPart, maxPart)
+	limit := fmt.Sprintf("%d bytes", maxPart)
+	if maxPart == bidi.DefaultMaxPartSize {
+		limit += " (Options.MaxPartSize, 64 KiB by default)"
+	}
+	fmt.Fprintf(d.out, "\n> %d bytes of binary audio: Send splits it into %d PARTIAL…COMPLETE parts of at most %s\n",
+		size, (size+maxPart-1)/maxPart, limit)
 	if err := d.sess.Send(ctx, bidi.Binary(pcm)); err != nil {
 		return err
 	}

@@ -31,7 +31,9 @@ func TestDemoRunsWithoutAWS(t *testing.T) {
 		`invoked variant "AllTraffic"`,
 		"< You said: Hello from Go! What can bidirectional streaming do?",
 		"< You said: Thanks, that helps.",
-		"Send splits it into 3 PARTIAL…COMPLETE parts",
+		// The client's default part size, as the README says (issue 11:
+		// the demo said 16384 bytes).
+		"160000 bytes of binary audio: Send splits it into 3 PARTIAL…COMPLETE parts of at most 65536 bytes (Options.MaxPartSize, 64 KiB by default)",
 		"reassembled by Recv from the model's fragments: identical",
 		"the stream ended cleanly",
 		"0 protocol violations",
@@ -65,8 +67,17 @@ func TestFlags(t *testing.T) {
 	if !strings.Contains(errOut.String(), "-endpoint") || !strings.Contains(errOut.String(), "Example:") {
 		t.Errorf("-h output lacks the flags and an example:\n%s", errOut.String())
 	}
+	errOut.Reset()
 	if code := run(ctx, []string{"-no-such-flag"}, strings.NewReader(""), &out, &errOut); code != 2 {
 		t.Errorf("bad flag exit code %d, want 2", code)
+	}
+	// The error and a pointer to -h, not the whole help.
+	if want := "quickstart: usage: flag provided but not defined: -no-such-flag\nRun 'quickstart -h' for the flags.\n"; errOut.String() != want {
+		t.Errorf("bad flag: stderr %q, want %q", errOut.String(), want)
+	}
+	errOut.Reset()
+	if code := run(ctx, []string{"-endpoint", "my_endpoint"}, strings.NewReader(""), &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "the character '_' at offset 2") {
+		t.Errorf("bad endpoint: exit %d, stderr %q", code, errOut.String())
 	}
 }
 
