@@ -386,3 +386,72 @@ func TestIdleTimeout(t *testing.T) {
 	p := poolOf(t, tr, srv)
 	waitFor(t, "the pool empty", func() bool { p.mu.Lock(); defer p.mu.Unlock(); return len(p.conns) == 0 })
 }
+
+// TestGoAwayThenClose: a server that sends GOAWAY with an error code and
+// closes the connection: the open stream fails with a *ConnError that
+// names the GOAWAY (Remote, its code and debug data) and wraps
+// io.ErrUnexpectedEOF.
+func TestGoAwayThenClose(t *testing.T) {
+	srv := newTestServer(t, serverOpts{}, func(sc *serverConn) {
+		sc.handshake()
+		h := sc.headers()
+		sc.writeHeaders(h.StreamID, 200, false)
+		sc.writeData(h.StreamID, false, []byte("partial"))
+		sc.write(func() error { return sc.fr.WriteGoAway(h.StreamID, http2.ErrCodeEnhanceYourCalm, []byte("slow down")) })
+	})
+	tr := newTransport(t, testConfig(nil))
+	ctx := testCtx(t)
+	st, err := tr.NewStream(ctx, srv.url, nil, newBody(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := readAllAfterResponse(ctx, st)
+	var ce *ConnError
+	if !errors.As(err, &ce) || !ce.Remote || ce.Code != http2.ErrCodeEnhanceYourCalm || ce.Reason != "slow down" || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("Read = %v, want a remote *ConnError(ENHANCE_YOUR_CALM) wrapping io.ErrUnexpectedEOF", err)
+	}
+	if string(b) != "partial" {
+		t.Errorf("read %q before the error", b)
+	}
+}
+
+// TestInvalidSettings: SETTINGS values out of range are connection
+// errors, in the first SETTINGS (the dial fails) and later (the streams
+// fail). A MAX_FRAME_SIZE of 0 once made the writer loop forever.
+func TestInvalidSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		setting http2.Setting
+		code    http2.ErrCode
+		first   bool
+	}{
+		{"MAX_FRAME_SIZE 0 first", http2.Setting{ID: http2.SettingMaxFrameSize, Val: 0}, http2.ErrCodeProtocol, true},
+		{"MAX_FRAME_SIZE 0 later", http2.Setting{ID: http2.SettingMaxFrameSize, Val: 0}, http2.ErrCodeProtocol, false},
+		{"INITIAL_WINDOW_SIZE 2^31", http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 31}, http2.ErrCodeFlowControl, false},
+		{"ENABLE_PUSH 2", http2.Setting{ID: http2.SettingEnablePush, Val: 2}, http2.ErrCodeProtocol, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newTestServer(t, serverOpts{}, func(sc *serverConn) {
+				if tc.first {
+					sc.handshake(tc.setting)
+					sc.drain()
+					return
+				}
+				sc.handshake()
+				sc.headers()
+				sc.write(func() error { return sc.fr.WriteSettings(tc.setting) })
+				sc.drain()
+			})
+			tr := newTransport(t, testConfig(nil))
+			ctx := testCtx(t)
+			st, err := tr.NewStream(ctx, srv.url, nil, bodyOf("x"))
+			if err == nil {
+				_, err = st.Response(ctx)
+			}
+			var ce *ConnError
+			if !errors.As(err, &ce) || ce.Code != tc.code {
+				t.Fatalf("got %v, want a *ConnError(%v)", err, tc.code)
+			}
+		})
+	}
+}

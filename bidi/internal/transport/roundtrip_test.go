@@ -108,6 +108,11 @@ func TestRoundTrip(t *testing.T) {
 			if regular["content-type"] != "application/vnd.amazon.eventstream" || regular["x-amz-date"] == "" || regular["authorization"] == "" {
 				t.Errorf("regular fields %v", regular)
 			}
+			select {
+			case <-body.closeC: // Close runs in a goroutine of its own
+			case <-ctx.Done():
+				t.Fatal("body never closed")
+			}
 			if n := body.closes.Load(); n != 1 {
 				t.Errorf("body closed %d times", n)
 			}
