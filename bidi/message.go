@@ -22,6 +22,12 @@ func (t DataType) String() string {
 
 // Message is one whole message exchanged with the model: the bytes and how
 // to interpret them. A Message returned by a receive call owns its Data.
+//
+// The zero Type is DataTypeBinary: a Message{Data: b} goes to the
+// container as a binary WebSocket frame, even when b holds JSON. Use
+// [Text] or [TextBytes] for text. Send rejects a Type other than the two
+// constants, and a DataTypeUTF8 message that is not valid UTF-8, with an
+// [*InputValidationError] before any I/O.
 type Message struct {
 	Data []byte
 	Type DataType
@@ -29,6 +35,11 @@ type Message struct {
 
 // Text returns a UTF-8 message holding s.
 func Text(s string) Message { return Message{Data: []byte(s), Type: DataTypeUTF8} }
+
+// TextBytes returns a UTF-8 message holding b, for text already in a
+// byte slice (JSON from json.Marshal, for example). The slice is not
+// copied.
+func TextBytes(b []byte) Message { return Message{Data: b, Type: DataTypeUTF8} }
 
 // Binary returns a binary message holding b. The slice is not copied.
 func Binary(b []byte) Message { return Message{Data: b, Type: DataTypeBinary} }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
+	"unicode/utf8"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
@@ -84,6 +85,12 @@ func (s *Session) Send(ctx context.Context, m Message) error {
 	if s.partOpen {
 		return ErrMessageInProgress
 	}
+	if err := checkType("Message.Type", m.Type); err != nil {
+		return err
+	}
+	if m.Type == DataTypeUTF8 && !utf8.Valid(m.Data) {
+		return invalidUTF8("Message.Data")
+	}
 	sp := newSplitter(m, s.maxPart)
 	first := true
 	for p, ok := sp.next(); ok; p, ok = sp.next() {
@@ -114,6 +121,16 @@ func (s *Session) SendPart(ctx context.Context, p Part) error {
 	if err := s.sendable(); err != nil {
 		return err
 	}
+	if err := checkType("Part.Type", p.Type); err != nil {
+		return err
+	}
+	if !s.partOpen {
+		s.partType, s.partText = p.Type, utf8Stream{}
+	}
+	text := s.partText
+	if s.partType == DataTypeUTF8 && !text.check(p.Data, p.Complete) {
+		return invalidUTF8("Part.Data")
+	}
 	sp := newSplitter(Message{Data: p.Data, Type: p.Type}, s.maxPart)
 	first := true
 	for q, ok := sp.next(); ok; q, ok = sp.next() {
@@ -123,7 +140,7 @@ func (s *Session) SendPart(ctx context.Context, p Part) error {
 		}
 		first = false
 	}
-	s.partOpen = !p.Complete
+	s.partOpen, s.partText = !p.Complete, text
 	return nil
 }
 

@@ -90,7 +90,9 @@ type Session struct {
 	// has its own lock.
 	sendLock   ctxLock
 	sendClosed bool
-	partOpen   bool // a message begun with SendPart is not complete
+	partOpen   bool       // a message begun with SendPart is not complete
+	partType   DataType   // that message's type (its first part's)
+	partText   utf8Stream // for a UTF8 one, the UTF-8 check across its parts
 	maxPart    int
 	hdrs       eventstream.Headers
 	msg        eventstream.Message
