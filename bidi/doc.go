@@ -25,8 +25,16 @@
 // reassembled on receipt (bounded by Options.MaxMessageSize); every part
 // is padded (Options.Padding) so its size on the wire reveals only a
 // bucket. [Session.SendPart] and [Session.RecvPart] work with the parts
-// themselves, for live audio and similar streams, and [Session.Reader]
-// presents the incoming bytes as an io.Reader. While a message begun with
+// themselves, and [Session.Reader] presents the incoming bytes as an
+// io.Reader.
+//
+// Live audio: send one message per audio frame ([Session.Send] of each
+// 20–100 ms chunk). A model container behind SageMaker receives a
+// fragmented message (SendPart's PARTIAL…COMPLETE) as one WebSocket
+// message, only once it is complete, so an utterance streamed with
+// SendPart reaches the model, and gets its first result, only at its end.
+// Fragments are right for one large message that must arrive whole (a
+// file, an image, a long prompt). While a message begun with
 // SendPart is incomplete, CloseSend returns [ErrMessageInProgress] and
 // ends nothing: check its error, or a Recv waiting for io.EOF waits until
 // its context ends.

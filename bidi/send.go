@@ -103,7 +103,9 @@ func (s *Session) Send(ctx context.Context, m Message) error {
 }
 
 // SendPart sends one raw part: a fragment of a message, for callers that
-// stream a message as it is produced (live audio, for example). Parts with
+// produce one large message piece by piece and need it to reach the model
+// whole. The container sees the message only once it is complete, so live
+// audio is sent as one message per frame with Send instead. Parts with
 // Complete unset continue the current message; the part with Complete set
 // ends it, and until then Send returns [ErrMessageInProgress]. A part
 // larger than Options.MaxPartSize is split, its last piece keeping
