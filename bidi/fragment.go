@@ -1,7 +1,5 @@
 package bidi
 
-import "iter"
-
 // splitter cuts one Message into the parts Send puts on the wire: PARTIAL
 // parts of exactly max bytes followed by one COMPLETE part with the rest.
 // An empty message is a single COMPLETE part with no payload. Part.Data
@@ -39,30 +37,6 @@ func (s *splitter) next() (p Part, ok bool) {
 	p = Part{Data: s.rest, Type: s.typ, Complete: true}
 	s.rest = nil
 	return p, true
-}
-
-// fragments returns an iterator over the parts of m (see splitter).
-func fragments(m Message, maxPart int) iter.Seq[Part] {
-	return func(yield func(Part) bool) {
-		s := newSplitter(m, maxPart)
-		for p, ok := s.next(); ok; p, ok = s.next() {
-			if !yield(p) {
-				return
-			}
-		}
-	}
-}
-
-// partCount returns how many parts a message of n bytes takes with parts
-// of at most maxPart bytes (at least one).
-func partCount(n, maxPart int) int {
-	if maxPart <= 0 {
-		maxPart = DefaultMaxPartSize
-	}
-	if n <= maxPart {
-		return 1
-	}
-	return (n + maxPart - 1) / maxPart
 }
 
 // reassemblyRetain bounds the capacity of the accumulation buffer a

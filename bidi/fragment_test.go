@@ -3,9 +3,34 @@ package bidi
 import (
 	"bytes"
 	"errors"
+	"iter"
 	"math/rand/v2"
 	"testing"
 )
+
+// fragments returns an iterator over the parts of m (see splitter).
+func fragments(m Message, maxPart int) iter.Seq[Part] {
+	return func(yield func(Part) bool) {
+		s := newSplitter(m, maxPart)
+		for p, ok := s.next(); ok; p, ok = s.next() {
+			if !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// partCount returns how many parts a message of n bytes takes with parts
+// of at most maxPart bytes (at least one).
+func partCount(n, maxPart int) int {
+	if maxPart <= 0 {
+		maxPart = DefaultMaxPartSize
+	}
+	if n <= maxPart {
+		return 1
+	}
+	return (n + maxPart - 1) / maxPart
+}
 
 func TestFragmentSplitter(t *testing.T) {
 	const max = 10
