@@ -23,9 +23,6 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
 
-// noRetry disables retries of opening.
-func noRetry(o *bidi.Options) { o.RetryMaxAttempts = 1 }
-
 // TestHTTPErrorBeforeCloseSend: an HTTP error (here a 424 ModelError)
 // reaches a pending Recv, a pending Send and Response as soon as it
 // arrives, without CloseSend, typed and with its fields.
@@ -59,8 +56,7 @@ func TestHTTPErrorBeforeCloseSend(t *testing.T) {
 		ctx := testCtx(t)
 		sess := open(t, srv.Client(noRetry), ctx)
 		errc := make(chan error, 1)
-		go func() { _, err := sess.Recv(ctx); errc <- err }()
-		time.Sleep(20 * time.Millisecond)
+		goBlocked(t, "(*Session).Recv", func() { _, err := sess.Recv(ctx); errc <- err })
 		close(release)
 		select {
 		case err := <-errc:
@@ -88,15 +84,14 @@ func TestHTTPErrorBeforeCloseSend(t *testing.T) {
 		ctx := testCtx(t)
 		sess := open(t, srv.Client(noRetry, func(o *bidi.Options) { o.MaxPartSize = 4 << 10 }), ctx)
 		errc := make(chan error, 1)
-		go func() {
+		goBlocked(t, "(*Session).Send", func() {
 			for {
 				if err := sess.Send(ctx, bidi.Binary(make([]byte, 8<<10))); err != nil {
 					errc <- err
 					return
 				}
 			}
-		}()
-		time.Sleep(50 * time.Millisecond) // the Send loop is now blocked
+		})
 		select {
 		case err := <-errc:
 			t.Fatalf("Send failed before the error response: %v", err)
@@ -204,18 +199,7 @@ func TestSendAfterModelStreamError(t *testing.T) {
 		srv := newServer(t, handler)
 		ctx := testCtx(t)
 		sess := open(t, srv.Client(), ctx)
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			err := sess.Send(ctx, bidi.Text("go"))
-			if err != nil {
-				check(t, "Send", err)
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("Send kept succeeding after a ModelStreamError")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		check(t, "Send", firstSendError(t, ctx, sess))
 	})
 }
 
@@ -304,8 +288,7 @@ func TestTruncatedStreams(t *testing.T) {
 	t.Run("reset", func(t *testing.T) {
 		srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 			st.Send(bidi.Text("first"))
-			st.WriteRaw(frame[:10])
-			time.Sleep(10 * time.Millisecond)
+			st.WriteRaw(frame[:10]) // flushed: it reaches the client before the reset
 			st.Reset()
 		}))
 		ctx := testCtx(t)
@@ -473,21 +456,6 @@ func TestSendCauseBehindUndeliveredMessages(t *testing.T) {
 		var mse *bidi.ModelStreamError
 		return errors.As(err, &mse) && mse.ErrorCode_ == "E" && mse.Message == "container died"
 	}
-	// firstSendError sends until Send fails (the stream is over) and
-	// returns that error.
-	firstSendError := func(t *testing.T, ctx context.Context, sess *bidi.Session) error {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			if err := sess.Send(ctx, bidi.Text("x")); err != nil {
-				return err
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("Send kept succeeding after the stream ended")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 	// drain receives n messages and then expects the ModelStreamError.
 	drain := func(t *testing.T, ctx context.Context, sess *bidi.Session, n int) {
 		t.Helper()
@@ -623,19 +591,13 @@ func TestNoLookAheadPastException(t *testing.T) {
 		var mse *bidi.ModelStreamError
 		return errors.As(err, &mse) && mse.ErrorCode_ == "E"
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := sess.Send(ctx, bidi.Text("x"))
-		if isMSE(err) {
-			break // the exception is decoded
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Send = %v, want *ModelStreamError", err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := firstSendError(t, ctx, sess); !isMSE(err) {
+		t.Fatalf("Send = %v, want *ModelStreamError", err) // the exception is decoded
 	}
-	// Give the transport time to stop the request body, the event that
-	// made the session look ahead.
+	// A negative check: nothing signals that an event did not happen.
+	// This pause gives the transport time to stop the request body, the
+	// event that made a faulty session look ahead; it decides how surely
+	// a regression is caught, not whether a correct session passes.
 	time.Sleep(200 * time.Millisecond)
 	for i := 0; i < 32; i++ {
 		if m, err := sess.Recv(ctx); err != nil || string(m.Data) != fmt.Sprint(i) {

@@ -29,15 +29,7 @@ func TestFlowControlBlocksSend(t *testing.T) {
 		case <-st.Context().Done():
 			return
 		}
-		for {
-			m, err := st.Recv()
-			if err != nil {
-				return
-			}
-			if st.Send(m) != nil {
-				return
-			}
-		}
+		biditest.Echo().ServeBidi(st)
 	}), func(s *biditest.Server) { s.MaxReceiveBufferPerStream = 64 << 10 })
 	ctx := testCtx(t)
 	sess := open(t, srv.Client(), ctx)
@@ -186,18 +178,16 @@ func concurrentMessage(g, i int) []byte {
 // TestCancellation covers the three ways of stopping waits: a Recv's own
 // context (the session survives), the session's context, and Close.
 func TestCancellation(t *testing.T) {
+	// The handler echoes each message once answer is closed.
+	answer := make(chan struct{})
 	handler := biditest.HandlerFunc(func(st *biditest.Stream) {
 		st.Accept()
-		for {
-			m, err := st.Recv()
-			if err != nil {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-			if st.Send(m) != nil {
-				return
-			}
+		select {
+		case <-answer:
+		case <-st.Context().Done():
+			return
 		}
+		biditest.Echo().ServeBidi(st)
 	})
 	srv := newServer(t, handler)
 	ctx := testCtx(t)
@@ -212,6 +202,7 @@ func TestCancellation(t *testing.T) {
 		if _, err := sess.Recv(short); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Recv = %v, want DeadlineExceeded", err)
 		}
+		close(answer)
 		m, err := sess.Recv(ctx)
 		if err != nil || string(m.Data) != "slow" {
 			t.Fatalf("Recv after a timed-out Recv = %q, %v", m.Data, err)
@@ -224,8 +215,7 @@ func TestCancellation(t *testing.T) {
 		sctx, cancel := context.WithCancel(ctx)
 		sess := open(t, srv.Client(), sctx)
 		errc := make(chan error, 1)
-		go func() { _, err := sess.Recv(ctx); errc <- err }()
-		time.Sleep(10 * time.Millisecond)
+		goBlocked(t, "(*Session).Recv", func() { _, err := sess.Recv(ctx); errc <- err })
 		cancel()
 		select {
 		case err := <-errc:
@@ -255,16 +245,15 @@ func TestCancellation(t *testing.T) {
 		sess := open(t, block.Client(), ctx)
 		recvErr := make(chan error, 1)
 		sendErr := make(chan error, 1)
-		go func() { _, err := sess.Recv(ctx); recvErr <- err }()
-		go func() {
+		goBlocked(t, "(*Session).Recv", func() { _, err := sess.Recv(ctx); recvErr <- err })
+		goBlocked(t, "(*Session).Send", func() {
 			for {
 				if err := sess.Send(ctx, bidi.Binary(make([]byte, 8<<10))); err != nil {
 					sendErr <- err
 					return
 				}
 			}
-		}()
-		time.Sleep(50 * time.Millisecond)
+		})
 		var wg sync.WaitGroup
 		for range 4 { // concurrent Close calls
 			wg.Add(1)
@@ -414,6 +403,8 @@ func (r *overlapReader) Read(p []byte) (int, error) {
 	}
 	defer r.busy.Store(false)
 	r.reads.Add(1)
+	// The pause is the subject, not an ordering: the window in which a
+	// read the Client failed to serialise would overlap this one.
 	time.Sleep(200 * time.Microsecond)
 	clear(p)
 	return len(p), nil
@@ -506,21 +497,6 @@ func (g *gateSource) waitEntered(t *testing.T) {
 	case <-g.entered:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the PaddingSource's gated read did not start")
-	}
-}
-
-// within runs f and returns its error, failing the test if f does not
-// return within 5 s (f is then left running).
-func within(t *testing.T, what string, f func() error) error {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() { errc <- f() }()
-	select {
-	case err := <-errc:
-		return err
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s still blocked after 5s", what)
-		return nil
 	}
 }
 
@@ -646,8 +622,7 @@ func TestPaddingSourceWaitBounded(t *testing.T) {
 	}
 
 	clErr := make(chan error, 1)
-	go func() { clErr <- cl.Send(ctx, bidi.Text("c")) }()
-	time.Sleep(50 * time.Millisecond)
+	goBlocked(t, "(*Session).Send", func() { clErr <- cl.Send(ctx, bidi.Text("c")) })
 	cl.Close()
 	if err := within(t, "Send after Close", func() error { return <-clErr }); !errors.Is(err, bidi.ErrSessionClosed) {
 		t.Fatalf("Send waiting for the source after Close = %v, want ErrSessionClosed", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,71 +11,6 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 )
-
-// bidiGoroutines returns the stacks of the goroutines that run code of
-// package bidi itself (not biditest, not the tests).
-func bidiGoroutines() []string {
-	buf := make([]byte, 4<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		for _, line := range strings.Split(g, "\n") {
-			if strings.HasPrefix(line, "github.com/sagemaker-bidi/sagemaker-bidi/bidi.") {
-				out = append(out, g)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// engineGoroutines returns the stacks of the goroutines of the HTTP/2
-// engine (connection readers and writers, dials).
-func engineGoroutines() []string {
-	buf := make([]byte, 4<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "\ngithub.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport.") {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
-// waitNoEngineGoroutines fails the test if goroutines of the engine are
-// still running after timeout.
-func waitNoEngineGoroutines(t *testing.T, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		gs := engineGoroutines()
-		if len(gs) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d engine goroutine(s) still running:\n%s", len(gs), strings.Join(gs, "\n\n"))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// waitNoBidiGoroutines fails the test if goroutines of package bidi are
-// still running after timeout.
-func waitNoBidiGoroutines(t *testing.T, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		gs := bidiGoroutines()
-		if len(gs) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutine(s) of package bidi still running:\n%s", len(gs), strings.Join(gs, "\n\n"))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // TestNoGoroutineLeaks opens many sessions, ends them in every way a
 // session can end, and checks that no goroutine of package bidi survives
@@ -93,16 +27,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 			st.SendModelStreamError("E", "boom")
 			return
 		}
-		st.Accept()
-		for {
-			m, err := st.Recv()
-			if err != nil {
-				return
-			}
-			if st.Send(m) != nil {
-				return
-			}
-		}
+		biditest.Echo().ServeBidi(st)
 	}))
 	c := srv.Client()
 	// Warm the connection so that the baseline includes it.
@@ -135,17 +60,12 @@ func TestNoGoroutineLeaks(t *testing.T) {
 
 	// The goroutine count comes back too (transport goroutines of the
 	// streams included), once idle connections are closed on both sides.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	// Nothing signals goroutines' exit: waitFor polls.
+	if !waitFor(5*time.Second, func() bool {
 		c.CloseIdleConnections()
-		after := runtime.NumGoroutine()
-		if after <= before {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("goroutines: %d before, %d after closing %d sessions", before, after, n)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return runtime.NumGoroutine() <= before
+	}) {
+		t.Fatalf("goroutines: %d before, %d after closing %d sessions", before, runtime.NumGoroutine(), n)
 	}
 	waitNoEngineGoroutines(t, 5*time.Second)
 }
@@ -180,15 +100,17 @@ func leakScenario(c *bidi.Client, i int) error {
 			}
 		}
 	case 1: // Close with a Recv pending
-		done := make(chan struct{})
-		go func() { sess.Recv(ctx); close(done) }()
-		time.Sleep(time.Millisecond)
+		done, err := recvPending(ctx, sess)
+		if err != nil {
+			return fmt.Errorf("session %d: %w", i, err)
+		}
 		sess.Close()
 		<-done
 	case 2: // cancel the session's context with a Recv pending
-		done := make(chan struct{})
-		go func() { sess.Recv(ctx); close(done) }()
-		time.Sleep(time.Millisecond)
+		done, err := recvPending(ctx, sess)
+		if err != nil {
+			return fmt.Errorf("session %d: %w", i, err)
+		}
 		scancel()
 		<-done
 	case 3: // Close right away, nothing exchanged
@@ -201,4 +123,18 @@ func leakScenario(c *bidi.Client, i int) error {
 		}
 	}
 	return nil
+}
+
+// recvPending starts a Recv on sess in a new goroutine and returns once it
+// is blocked, with a channel closed when it returns (goBlocked without a
+// *testing.T, for the scenarios' goroutines).
+func recvPending(ctx context.Context, sess *bidi.Session) (<-chan struct{}, error) {
+	done := make(chan struct{})
+	id := make(chan string, 1)
+	go func() {
+		defer close(done)
+		id <- goroutineID()
+		sess.Recv(ctx)
+	}()
+	return done, waitBlocked(<-id, "(*Session).Recv", done)
 }

@@ -2,37 +2,16 @@ package bidi_test
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/smithy-go/logging"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 )
-
-// captureLogger records every log line.
-type captureLogger struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *captureLogger) Logf(c logging.Classification, format string, v ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, string(c)+" "+fmt.Sprintf(format, v...))
-}
-
-func (l *captureLogger) text() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
 
 // TestNothingSensitiveLogged runs sessions through their lifecycle events
 // (open, retry, answer, mid-stream error, HTTP error, close) and checks
@@ -62,14 +41,7 @@ func TestNothingSensitiveLogged(t *testing.T) {
 			st.SendModelStreamError("E", "stream broke")
 			return
 		}
-		st.Accept()
-		for {
-			m, err := st.Recv()
-			if err != nil {
-				return
-			}
-			st.Send(m)
-		}
+		biditest.Echo().ServeBidi(st)
 	}), func(s *biditest.Server) {
 		s.Credentials = aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey, SessionToken: token}
 	})

@@ -24,22 +24,8 @@ func failFirst(n, recvBefore int, attempts *atomic.Int32, fail func(st *biditest
 			fail(st)
 			return
 		}
-		st.Accept()
-		for {
-			m, err := st.Recv()
-			if err != nil {
-				return
-			}
-			if st.Send(m) != nil {
-				return
-			}
-		}
+		biditest.Echo().ServeBidi(st)
 	})
-}
-
-func fastRetry(o *bidi.Options) {
-	o.RetryMaxAttempts = 3
-	o.RetryMaxBackoff = 5 * time.Millisecond
 }
 
 // TestRetryWithReplay: opening is retried on 503, throttling and the
@@ -143,7 +129,9 @@ func TestRetryLimits(t *testing.T) {
 		if !errors.As(err, &isf) {
 			t.Fatalf("Recv = %v", err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		// The session's goroutine, the one that would retry, has exited:
+		// no attempt can follow.
+		waitNoBidiGoroutines(t, 5*time.Second)
 		if n := attempts.Load(); n != 1 {
 			t.Fatalf("%d attempts: a stream the model answered was retried", n)
 		}
