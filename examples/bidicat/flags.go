@@ -83,10 +83,12 @@ func newFlagSet(o *options, dataType *string, out io.Writer) *flag.FlagSet {
 	fs.StringVar(dataType, "type", "utf8", "data `type` of lines and -file messages, utf8 or binary, e.g. -type binary")
 	fs.IntVar(&o.partSize, "part-size", bidi.DefaultMaxPartSize, "largest part in `bytes`; longer messages go as PARTIAL…COMPLETE parts, e.g. -part-size 1024")
 
-	fs.StringVar(&o.mode, "o", modeRaw, "output `mode`: raw (message bytes), events (decoded SSE or JSON Lines events) or answer (rebuilt answers), e.g. -o answer")
+	fs.StringVar(&o.mode, "o", modeRaw, "output `mode`: raw (message bytes), events (decoded SSE or JSON Lines events) or answer (answers printed as they stream, "+
+		"rebuilt by package schema; a complete answer ends the -linger wait), e.g. -o answer")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per line: response, messages, events, answers, errors, summary, e.g. -json")
 	fs.BoolVar(&o.parts, "parts", false, "with -json -o raw, one object per part as it arrives instead of per message, e.g. -json -parts")
-	fs.BoolVar(&o.newline, "nl", false, "with -o raw, write a newline after each complete message (default true when stdout is a terminal, where messages would run together; -nl=false turns it off), e.g. -nl")
+	fs.BoolVar(&o.newline, "nl", false, "with -o raw, write a newline after each complete message (default true when stdout is a terminal, where messages would run together; "+
+		"piped UTF8 output ends with one newline unless -nl=false, which writes the bytes exactly as received), e.g. -nl")
 	fs.BoolVar(&o.quiet, "q", false, "no status line or notes on stderr (errors are still reported), e.g. -q")
 	fs.BoolVar(&o.debug, "debug", false, "print the SDK's diagnostic lines on stderr (retries, stream ends; never payloads or credentials), e.g. -debug")
 	fs.DurationVar(&o.linger, "linger", 0, "after the input ends, wait until the model has been silent for this `duration` before ending the session "+
@@ -129,14 +131,15 @@ Examples:
 
 Exit codes:
   0    success: the stream ended cleanly
-  1    other failures: network, credentials, local files, output the model
-       sent that could not be decoded or that ended before the answer did
+  1    other failures: credentials, local files, output the model sent
+       that could not be decoded or that ended before the answer did
   2    usage error: bad flags or values the SDK rejects before any I/O
   3    HTTP error before the stream started (printed with its status,
        error code, message, request id and, for a 424 ModelError, the
        original status code and log stream ARN)
   4    error in the middle of the stream (ModelStreamError,
-       InternalStreamFailure, a cut or malformed stream, a dead connection)
+       InternalStreamFailure, a cut or malformed stream, a dead connection,
+       the stream ended before all the input was sent)
   5    could not connect: DNS, refused connection, TLS or certificate,
        a server that does not speak HTTP/2 (http:// for a TLS port)
   130  interrupted

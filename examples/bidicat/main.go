@@ -22,19 +22,24 @@
 // -rate), sent as UTF8 or BINARY (-type). Output is the raw bytes of the
 // model's messages (a newline after each on a terminal, -nl), the decoded
 // events of its SSE or JSON Lines stream (-o events) or the answers
-// rebuilt from them (-o answer); -json prints one JSON object per line
-// for scripts. On a terminal a live status line on standard error shows
+// rebuilt from them (-o answer, printed token by token as they stream,
+// and as far as they got, marked incomplete, when the stream fails);
+// -json prints one JSON object per line for scripts. On a terminal a live status line on standard error shows
 // the invoked variant, the bytes and parts each way, the time to the
 // first byte and a spinner or an upload progress bar; -q silences it.
 //
 // When the input ends, bidicat waits until the model has been silent for
 // -linger (1s by default unless the input is typed on a terminal) before
 // it ends its side of the stream: SageMaker then closes the model's
-// WebSocket, and an answer still on its way would be lost.
+// WebSocket, and an answer still on its way would be lost. With -o
+// answer, the wait ends as soon as every request has its complete
+// answer.
 //
 // Exit codes: 0 success, 1 other failures, 2 usage errors, 3 HTTP errors
-// before the stream started, 4 errors in the middle of the stream, 130
-// interrupted. Run bidicat -h for every flag.
+// before the stream started, 4 errors in the middle of the stream
+// (including input the service ended the stream on), 5 could not
+// connect, 130 interrupted. Run bidicat -h for every flag, bidicat
+// -version for the build.
 package main
 
 import (
