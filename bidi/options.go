@@ -297,12 +297,8 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = logging.Nop{}
 	}
-	if o.MaxPartSize == 0 {
-		o.MaxPartSize = DefaultMaxPartSize
-	}
-	if o.MaxMessageSize == 0 {
-		o.MaxMessageSize = DefaultMaxMessageSize
-	}
+	defaultTo(&o.MaxPartSize, DefaultMaxPartSize)
+	defaultTo(&o.MaxMessageSize, DefaultMaxMessageSize)
 	if o.Padding == nil {
 		o.Padding = BucketPadding{}
 	}
@@ -310,30 +306,14 @@ func (o *Options) setDefaults() {
 		o.Now = time.Now
 	}
 	maxAttemptsSet := o.RetryMaxAttempts != 0
-	if o.RetryMaxAttempts == 0 {
-		o.RetryMaxAttempts = DefaultRetryMaxAttempts
-	}
-	if o.RetryMaxBackoff == 0 {
-		o.RetryMaxBackoff = DefaultRetryMaxBackoff
-	}
-	if o.ReplayLimit == 0 {
-		o.ReplayLimit = DefaultReplayLimit
-	}
-	if o.HealthCheckInterval == 0 {
-		o.HealthCheckInterval = DefaultHealthCheckInterval
-	}
-	if o.HealthCheckTimeout == 0 {
-		o.HealthCheckTimeout = DefaultHealthCheckTimeout
-	}
-	if o.MaxStreamsPerConnection == 0 {
-		o.MaxStreamsPerConnection = DefaultMaxStreamsPerConnection
-	}
-	if o.IdleConnTimeout == 0 {
-		o.IdleConnTimeout = DefaultIdleConnTimeout
-	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = DefaultDialTimeout
-	}
+	defaultTo(&o.RetryMaxAttempts, DefaultRetryMaxAttempts)
+	defaultTo(&o.RetryMaxBackoff, DefaultRetryMaxBackoff)
+	defaultTo(&o.ReplayLimit, DefaultReplayLimit)
+	defaultTo(&o.HealthCheckInterval, DefaultHealthCheckInterval)
+	defaultTo(&o.HealthCheckTimeout, DefaultHealthCheckTimeout)
+	defaultTo(&o.MaxStreamsPerConnection, DefaultMaxStreamsPerConnection)
+	defaultTo(&o.IdleConnTimeout, DefaultIdleConnTimeout)
+	defaultTo(&o.DialTimeout, DefaultDialTimeout)
 	o.resolveRetryer(maxAttemptsSet)
 }
 
@@ -416,4 +396,12 @@ func (o *Options) endpoint() (*url.URL, error) {
 		o.UseFIPSEndpoint == aws.FIPSEndpointStateEnabled,
 		o.UseDualStackEndpoint == aws.DualStackEndpointStateEnabled,
 		o.BaseEndpoint)
+}
+
+// defaultTo sets *v to d if *v is the zero value.
+func defaultTo[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }

@@ -308,17 +308,9 @@ func (s *Session) run(a *attempt) {
 				return
 			}
 			s.pipe.detach()
-			a.cancel()
-			if !sleepCtx(s.ctx, backoff(s.refusals, s.opts.RetryMaxBackoff)) {
-				s.fail(s.sessionErr())
+			if a = s.nextAttempt(a, backoff(s.refusals, s.opts.RetryMaxBackoff)); a == nil {
 				return
 			}
-			next, err := s.newAttempt(a.n + 1)
-			if err != nil {
-				s.fail(err)
-				return
-			}
-			a = next
 			continue
 		}
 		if resp.ProtoMajor != 2 {
@@ -335,17 +327,9 @@ func (s *Session) run(a *attempt) {
 				return
 			}
 			s.obs.retry(a.n, err)
-			a.cancel()
-			if !sleepCtx(s.ctx, delay) {
-				s.fail(s.sessionErr())
+			if a = s.nextAttempt(a, delay); a == nil {
 				return
 			}
-			next, err := s.newAttempt(a.n + 1)
-			if err != nil {
-				s.fail(err)
-				return
-			}
-			a = next
 			continue
 		}
 		if !isEventStream(resp.Header) {
@@ -371,6 +355,23 @@ func (s *Session) run(a *attempt) {
 		s.readLoop(resp.Body, s.pipe.current())
 		return
 	}
+}
+
+// nextAttempt ends attempt a, waits delay and makes the next attempt; it
+// returns nil after failing the session if the wait or the new attempt
+// failed.
+func (s *Session) nextAttempt(a *attempt, delay time.Duration) *attempt {
+	a.cancel()
+	if !sleepCtx(s.ctx, delay) {
+		s.fail(s.sessionErr())
+		return nil
+	}
+	next, err := s.newAttempt(a.n + 1)
+	if err != nil {
+		s.fail(err)
+		return nil
+	}
+	return next
 }
 
 // maxRefusals bounds how many times a session asks again for a stream
