@@ -247,14 +247,11 @@ func TestNonReadingHandlerBlocksClient(t *testing.T) {
 		done <- rs.end()
 	}()
 
-	// Wait until the writer stops making progress.
-	for prev := int32(-1); ; {
-		time.Sleep(100 * time.Millisecond)
-		n := written.Load()
-		if n == prev {
-			break
-		}
-		prev = n
+	// Wait until the client is blocked: net/http's request-body writer
+	// waits for flow-control window. (The wait names a function internal
+	// to net/http; if a Go release renames it, this wait times out.)
+	if err := waitParked("net/http.(*http2clientStream).awaitFlowControl"); err != nil {
+		t.Fatal(err)
 	}
 	if n := written.Load(); n >= parts/2 {
 		t.Fatalf("the client wrote %d of %d parts to a handler that does not read", n, parts)
@@ -272,11 +269,14 @@ func TestCloseWaitsForHandlersAndLeaksNothing(t *testing.T) {
 	before := runtime.NumGoroutine()
 
 	var returned atomic.Int32
+	cancelled := make(chan struct{}, 4)
+	release := make(chan struct{})
 	s := NewServer(HandlerFunc(func(st *Stream) {
 		defer returned.Add(1)
 		st.Accept()
 		<-st.Context().Done()
-		time.Sleep(20 * time.Millisecond) // Close must wait for this
+		cancelled <- struct{}{}
+		<-release // Close must wait for this
 	}))
 	var streams []*rawStream
 	for range 3 {
@@ -287,7 +287,18 @@ func TestCloseWaitsForHandlersAndLeaksNothing(t *testing.T) {
 	s.GoAway() // a shut-down generation must not leak either
 	streams = append(streams, openAfterGoAway(t, s))
 
-	s.Close()
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	for range 4 {
+		recvWithin(t, cancelled, "a handler's context cancelled by Close")
+	}
+	select {
+	case <-closed:
+		t.Fatal("Close returned while the handlers were running")
+	default:
+	}
+	close(release)
+	recvWithin(t, closed, "Close")
 	if n := returned.Load(); n != 4 {
 		t.Fatalf("Close returned with %d of 4 handlers done", n)
 	}
@@ -296,6 +307,7 @@ func TestCloseWaitsForHandlersAndLeaksNothing(t *testing.T) {
 		rs.close()
 	}
 
+	// Nothing signals goroutines' exit: poll.
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > before {
 		if time.Now().After(deadline) {

@@ -2,7 +2,6 @@ package biditest
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -32,22 +31,6 @@ func kaServer() *Server {
 	s.Now = func() time.Time { return kaTime.Add(4 * time.Minute) }
 	s.creds, s.region, s.maxSkew = s.Credentials, Region, DefaultMaxClockSkew
 	return s
-}
-
-// handSign computes a SigV4 signature with nothing but crypto/hmac and
-// crypto/sha256, from a canonical request written out by the caller: the
-// independent check of the server's canonicalisation.
-func handSign(secret, amzDate, region, creq string) string {
-	mac := func(key []byte, data string) []byte {
-		m := hmac.New(sha256.New, key)
-		m.Write([]byte(data))
-		return m.Sum(nil)
-	}
-	date := amzDate[:8]
-	key := mac(mac(mac(mac([]byte("AWS4"+secret), date), region), "sagemaker"), "aws4_request")
-	sum := sha256.Sum256([]byte(creq))
-	sts := "AWS4-HMAC-SHA256\n" + amzDate + "\n" + date + "/" + region + "/sagemaker/aws4_request\n" + hex.EncodeToString(sum[:])
-	return hex.EncodeToString(mac(key, sts))
 }
 
 // jsRequest returns the request AWS's JavaScript SDK sends over HTTP/2,

@@ -328,7 +328,11 @@ func TestHandlerReturnsWhileHelperSends(t *testing.T) {
 			}
 		}()
 		<-started
-		time.Sleep(50 * time.Millisecond) // let the client's window fill up
+		// Return while the helper is inside a Send (the client does not
+		// read, so it is blocked there for good once the window is full).
+		if err := waitParked("github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest.(*Stream).Send"); err != nil {
+			t.Error(err)
+		}
 	}))
 	rs := openRaw(t, s, "e")
 	rs.mustResponse() // and never read the body

@@ -2,7 +2,6 @@ package biditest
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -16,44 +15,6 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
-
-// handlerCalled returns a handler that reports that it ran.
-func handlerCalled(called chan<- struct{}) Handler {
-	return HandlerFunc(func(st *Stream) { called <- struct{}{} })
-}
-
-// expectRejection checks an HTTP error response, the violation recorded
-// and that the handler did not run.
-func expectRejection(t *testing.T, s *Server, rs *rawStream, called chan struct{}, status int, errorType string, rule Rule) {
-	t.Helper()
-	resp := rs.mustResponse()
-	if resp.StatusCode != status || resp.Header.Get("X-Amzn-ErrorType") != errorType ||
-		resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("X-Amzn-RequestId") == "" {
-		t.Fatalf("response %d %v, want %d %s", resp.StatusCode, resp.Header, status, errorType)
-	}
-	var body struct{ Message string }
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Message == "" {
-		t.Fatalf("error body: %v %+v", err, body)
-	}
-	if strings.Contains(body.Message, SecretAccessKey) || strings.Contains(body.Message, "Signature=") {
-		t.Fatalf("error message leaks a secret: %q", body.Message)
-	}
-	if rules := violationsOf(s); len(rules) != 1 || rules[0] != rule {
-		t.Fatalf("violations %v, want [%s]", s.Violations(), rule)
-	}
-	var v *Violation
-	if !errors.As(s.Violations()[0], &v) || v.StatusCode() != status || v.ErrorType() != errorType || !errors.Is(v, ErrViolation) {
-		t.Fatalf("violation %#v", s.Violations()[0])
-	}
-	select {
-	case <-called:
-		t.Fatal("the handler ran for a rejected request")
-	default:
-	}
-	if len(s.Streams()) != 0 {
-		t.Fatal("a rejected request became a stream")
-	}
-}
 
 func TestRequestRejections(t *testing.T) {
 	wrongSecret := aws.Credentials{AccessKeyID: AccessKeyID, SecretAccessKey: "not-the-secret"}

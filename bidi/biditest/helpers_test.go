@@ -2,9 +2,16 @@ package biditest
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +22,9 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
 
-// The tests drive the server with this small client built from the
-// protocol pieces (WIRE.md §3–4), independent of package bidi's session.
+// The helpers shared by the tests of package biditest. The tests drive
+// the server with the small raw client below, built from the protocol
+// pieces (WIRE.md §3–4), independent of package bidi's session.
 
 const testTimeout = 10 * time.Second
 
@@ -246,4 +254,93 @@ func violationsOf(s *Server) []Rule {
 		}
 	}
 	return rules
+}
+
+// handlerCalled returns a handler that reports that it ran.
+func handlerCalled(called chan<- struct{}) Handler {
+	return HandlerFunc(func(st *Stream) { called <- struct{}{} })
+}
+
+// expectRejection checks an HTTP error response, the violation recorded
+// and that the handler did not run.
+func expectRejection(t *testing.T, s *Server, rs *rawStream, called chan struct{}, status int, errorType string, rule Rule) {
+	t.Helper()
+	resp := rs.mustResponse()
+	if resp.StatusCode != status || resp.Header.Get("X-Amzn-ErrorType") != errorType ||
+		resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("X-Amzn-RequestId") == "" {
+		t.Fatalf("response %d %v, want %d %s", resp.StatusCode, resp.Header, status, errorType)
+	}
+	var body struct{ Message string }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Message == "" {
+		t.Fatalf("error body: %v %+v", err, body)
+	}
+	if strings.Contains(body.Message, SecretAccessKey) || strings.Contains(body.Message, "Signature=") {
+		t.Fatalf("error message leaks a secret: %q", body.Message)
+	}
+	if rules := violationsOf(s); len(rules) != 1 || rules[0] != rule {
+		t.Fatalf("violations %v, want [%s]", s.Violations(), rule)
+	}
+	var v *Violation
+	if !errors.As(s.Violations()[0], &v) || v.StatusCode() != status || v.ErrorType() != errorType || !errors.Is(v, ErrViolation) {
+		t.Fatalf("violation %#v", s.Violations()[0])
+	}
+	select {
+	case <-called:
+		t.Fatal("the handler ran for a rejected request")
+	default:
+	}
+	if len(s.Streams()) != 0 {
+		t.Fatal("a rejected request became a stream")
+	}
+}
+
+// handSign computes a SigV4 signature with nothing but crypto/hmac and
+// crypto/sha256, from a canonical request written out by the caller: the
+// independent check of the server's canonicalisation.
+func handSign(secret, amzDate, region, creq string) string {
+	mac := func(key []byte, data string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(data))
+		return m.Sum(nil)
+	}
+	date := amzDate[:8]
+	key := mac(mac(mac(mac([]byte("AWS4"+secret), date), region), "sagemaker"), "aws4_request")
+	sum := sha256.Sum256([]byte(creq))
+	sts := "AWS4-HMAC-SHA256\n" + amzDate + "\n" + date + "/" + region + "/sagemaker/aws4_request\n" + hex.EncodeToString(sum[:])
+	return hex.EncodeToString(mac(key, sts))
+}
+
+// waitParked waits until a goroutine is parked (not running or runnable)
+// with fn on its stack, fn being a function's full name
+// ("github.com/…/biditest.(*Stream).Send", say): a call in progress that
+// waits. Nothing can signal that a goroutine has parked, so it polls the
+// goroutines' stacks; every other wait in these tests is on a channel.
+func waitParked(fn string) error {
+	frame := "\n" + fn + "("
+	deadline := time.Now().Add(testTimeout)
+	for {
+		for _, g := range goroutineStacks() {
+			_, status, _ := strings.Cut(g, " [")
+			if strings.Contains(g, frame) && !strings.HasPrefix(status, "running") &&
+				!strings.HasPrefix(status, "runnable") && !strings.HasPrefix(status, "syscall") {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no goroutine parked in %s after %v", fn, testTimeout)
+		}
+		time.Sleep(time.Millisecond) // how often to look
+	}
+}
+
+// goroutineStacks returns the stack of every goroutine.
+func goroutineStacks() []string {
+	buf := make([]byte, 256<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Split(string(buf[:n]), "\n\n")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
