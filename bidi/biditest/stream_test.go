@@ -315,11 +315,10 @@ func TestHandlerReturnsWhileHelperSends(t *testing.T) {
 	// A Send blocked by flow control in a helper goroutine must not outlive
 	// the handler: the stream is reset and the Send fails.
 	sendErr := make(chan error, 1)
+	gotResponse := make(chan struct{})
 	s := newTestServer(t, HandlerFunc(func(st *Stream) {
-		started := make(chan struct{})
 		go func() {
 			big := make([]byte, 256<<10)
-			close(started)
 			for {
 				if err := st.Send(bidi.Binary(big)); err != nil {
 					sendErr <- err
@@ -327,7 +326,11 @@ func TestHandlerReturnsWhileHelperSends(t *testing.T) {
 				}
 			}
 		}()
-		<-started
+		select {
+		case <-gotResponse: // the helper's first Send accepted the stream
+		case <-st.Context().Done():
+			return
+		}
 		// Return while the helper is inside a Send (the client does not
 		// read, so it is blocked there for good once the window is full).
 		if err := waitParked("github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest.(*Stream).Send"); err != nil {
@@ -336,6 +339,7 @@ func TestHandlerReturnsWhileHelperSends(t *testing.T) {
 	}))
 	rs := openRaw(t, s, "e")
 	rs.mustResponse() // and never read the body
+	close(gotResponse)
 	if err := recvWithin(t, sendErr, "helper Send"); err == nil {
 		t.Fatal("helper Send succeeded after the handler returned")
 	}
