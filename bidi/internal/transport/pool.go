@@ -262,6 +262,9 @@ func (p *pool) dial(delay time.Duration) {
 		return
 	}
 	if err != nil {
+		if p.closed || p.t.ctx.Err() != nil {
+			err = ErrClosed // the dial failed because Transport.Close ran
+		}
 		p.failedLocked()
 		ws := p.waiters
 		p.waiters = nil
