@@ -1,0 +1,242 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/binary"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+)
+
+var (
+	fDir     = flag.String("dir", filepath.Join(os.TempDir(), "bidiload"), "server: where to write ca.pem and the *.url files")
+	fStreams = flag.Int("streams", 100000, "server: SETTINGS_MAX_CONCURRENT_STREAMS of the biditest servers (Server.MaxConcurrentStreams)")
+	fVerify  = flag.Bool("verify", true, "server: verify SigV4 signatures (false sets Server.SkipVerify)")
+	fRBuf    = flag.Int("rbuf", 0, "server: Server.MaxReceiveBufferPerStream (0: net/http's default, 1 MiB)")
+	fStdin   = flag.Bool("stdin", false, "server: also stop at the end of standard input")
+)
+
+// serve runs the servers until SIGINT or SIGTERM (or the end of standard
+// input, with -stdin): biditest.Echo and a discarding handler (both biditest, with every
+// check on unless -verify=false), a minimal event-stream echo and a raw
+// HTTP/2 echo (the floor of mode small), all sharing one certificate.
+func serve() {
+	if *fCPUProfile != "" {
+		stop := startProfile()
+		defer stop()
+	}
+	cert, certPEM := newCert()
+	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert}}
+
+	start := func(h biditest.Handler) *biditest.Server {
+		s := biditest.NewUnstartedServer(h)
+		s.TLS = tlsConfig
+		s.MaxConcurrentStreams = uint32(*fStreams)
+		s.MaxReceiveBufferPerStream = *fRBuf
+		s.SkipVerify = !*fVerify
+		s.MaxRecorded = -1
+		s.Start()
+		return s
+	}
+	echo := start(biditest.Echo())
+	defer echo.Close()
+	discard := start(biditest.HandlerFunc(func(st *biditest.Stream) {
+		if st.Accept() != nil {
+			return
+		}
+		for {
+			if _, err := st.RecvPart(); err != nil {
+				return
+			}
+		}
+	}))
+	defer discard.Close()
+	startHTTPTest := func(h http.HandlerFunc) *httptest.Server {
+		s := httptest.NewUnstartedServer(h)
+		s.EnableHTTP2 = true
+		s.TLS = tlsConfig.Clone()
+		s.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: *fStreams, MaxReceiveBufferPerStream: *fRBuf}
+		s.StartTLS()
+		return s
+	}
+	event := startHTTPTest(eventEcho)
+	defer event.Close()
+	raw := startHTTPTest(rawEcho)
+	defer raw.Close()
+
+	if err := os.MkdirAll(*fDir, 0o755); err != nil {
+		fatalf("%v", err)
+	}
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(*fDir, name), []byte(content), 0o644); err != nil {
+			fatalf("%v", err)
+		}
+	}
+	write("ca.pem", string(certPEM))
+	write("echo.url", echo.URL)
+	write("discard.url", discard.URL)
+	write("event.url", event.URL)
+	write("raw.url", raw.URL+"/echo")
+	fmt.Printf("bidiload mode=server pid=%d echo=%s discard=%s event=%s raw=%s/echo cafile=%s streams=%d verify=%v\n",
+		os.Getpid(), echo.URL, discard.URL, event.URL, raw.URL, filepath.Join(*fDir, "ca.pem"), *fStreams, *fVerify)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	eof := make(chan struct{})
+	if *fStdin {
+		go func() {
+			io.Copy(io.Discard, os.Stdin)
+			close(eof)
+		}()
+	}
+	select {
+	case <-sig:
+	case <-eof:
+	}
+}
+
+// newCert returns a self-signed certificate for the loopback addresses.
+func newCert() (tls.Certificate, []byte) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "bidiload"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		DNSNames:              []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// echoBufs recycles the echo handlers' buffers.
+var echoBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// rawEcho writes every chunk of the request body back at once (the floor
+// of bidi/bench_test.go).
+func rawEcho(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(200)
+	f := w.(http.Flusher)
+	f.Flush()
+	bp := echoBufs.Get().(*[]byte)
+	defer echoBufs.Put(bp)
+	buf := *bp
+	for {
+		n, err := r.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			f.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// eventEcho is bidi/bench_test.go's minimal event-stream echo: it returns
+// the inner message of every complete envelope it has read, all in one
+// write, without checking signatures.
+func eventEcho(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+	w.WriteHeader(200)
+	f := w.(http.Flusher)
+	f.Flush()
+	bufs := [3]*[]byte{echoBufs.Get().(*[]byte), echoBufs.Get().(*[]byte), echoBufs.Get().(*[]byte)}
+	defer func() {
+		for _, b := range bufs {
+			echoBufs.Put(b)
+		}
+	}()
+	chunk, in, out := *bufs[0], (*bufs[1])[:0], (*bufs[2])[:0]
+	for {
+		n, err := r.Body.Read(chunk)
+		in = append(in, chunk[:n]...)
+		out = out[:0]
+		off := 0
+		for len(in)-off >= 12 {
+			total := int(binary.BigEndian.Uint32(in[off:]))
+			if total < 16 || len(in)-off < total {
+				break
+			}
+			env := in[off : off+total]
+			inner := env[12+int(binary.BigEndian.Uint32(env[4:])) : total-4]
+			out = append(out, inner...) // nothing for the end frame
+			off += total
+		}
+		in = in[:copy(in, in[off:])]
+		if len(out) > 0 {
+			if _, werr := w.Write(out); werr != nil {
+				return
+			}
+			f.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// probe prints the SETTINGS the server at -url advertises.
+func probe(res *result) {
+	u, err := url.Parse(*fURL)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: rootPool(), NextProtos: []string{"h2"}})
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(conn, http2.ClientPreface)
+	fr := http2.NewFramer(conn, conn)
+	fr.WriteSettings()
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			fatalf("%v", err)
+		}
+		if sf, ok := f.(*http2.SettingsFrame); ok && !sf.IsAck() {
+			res.add("alpn", conn.ConnectionState().NegotiatedProtocol)
+			sf.ForeachSetting(func(s http2.Setting) error {
+				res.add(s.ID.String(), s.Val)
+				return nil
+			})
+			return
+		}
+	}
+}
