@@ -8,7 +8,7 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
 
-// Layout of a signed envelope (WIRE.md §4.2): a 12-byte prelude, 67 bytes
+// Layout of a signed envelope (docs/wire.md §4.2): a 12-byte prelude, 67 bytes
 // of :date and :chunk-signature headers, the inner message, a 4-byte CRC.
 const (
 	envelopeHeadersLen = 67

@@ -231,7 +231,7 @@ func (r *respReader) decode() recvItem {
 }
 
 // partItem returns the queue item for PayloadPart m, parsed into p. As a
-// client must (WIRE.md §2.3), it does not enforce the model's constraints
+// client must (docs/wire.md §2.3), it does not enforce the model's constraints
 // on what it receives: a DataType other than UTF8 is binary, a
 // CompletionState other than PARTIAL complete.
 func (s *Session) partItem(m *eventstream.Message, p *wire.Part) recvItem {

@@ -14,7 +14,7 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
 
-// Wire constants of the request (WIRE.md §3).
+// Wire constants of the request (docs/wire.md §3).
 const (
 	signingName            = "sagemaker"
 	contentTypeEventStream = "application/vnd.amazon.eventstream"
@@ -77,7 +77,7 @@ func retrieveCredentials(ctx context.Context, provider aws.CredentialsProvider) 
 	}
 }
 
-// newRequest builds the signed POST that opens a stream (WIRE.md §3) and
+// newRequest builds the signed POST that opens a stream (docs/wire.md §3) and
 // returns it with the seed of the event signature chain: the request's own
 // signature.
 func (c *Client) newRequest(ctx context.Context, u *url.URL, in *OpenInput, creds aws.Credentials, body io.ReadCloser, now time.Time) (*http.Request, []byte, error) {

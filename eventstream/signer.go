@@ -16,7 +16,7 @@ type SignerOptions struct {
 	Now func() time.Time
 }
 
-// A Signer wraps event messages in signed envelopes (WIRE.md §4): an outer
+// A Signer wraps event messages in signed envelopes (docs/wire.md §4): an outer
 // message with a :date header, holding the signing time in milliseconds,
 // and a :chunk-signature header, holding the SigV4 signature of the event
 // chained from the previous one. The first envelope chains from the seed,

@@ -34,7 +34,7 @@
 //
 // # Checks
 //
-// By default the server verifies what the real service requires (WIRE.md
+// By default the server verifies what the real service requires (docs/wire.md
 // §3–4) and fails loudly on any violation: POST
 // /endpoints/{EndpointName}/invocations-bidirectional-stream over HTTP/2,
 // Content-Type application/vnd.amazon.eventstream, X-Amz-Content-Sha256
@@ -91,7 +91,7 @@
 // the service's own errors (the server's follow AWS's usual wording), the
 // size limits the service enforces, throttling, the service's own
 // health checks and routing between variants, the WebSocket timing of a
-// real container, and any change AWS makes after WIRE.md was written. The
+// real container, and any change AWS makes after docs/wire.md was written. The
 // local gateway in examples/gateway puts a real container behind the
 // same checks.
 //

@@ -41,7 +41,7 @@ var (
 // Rule names the protocol rule a [Violation] breaks.
 type Rule string
 
-// The rules the server checks (WIRE.md §3–4).
+// The rules the server checks (docs/wire.md §3–4).
 const (
 	// RuleHTTP2: the request must use HTTP/2.
 	RuleHTTP2 Rule = "http2"
@@ -64,7 +64,7 @@ const (
 	RuleFraming Rule = "framing"
 	// RuleEvent: every inner message is a PayloadPart event with valid
 	// DataType and CompletionState values and no empty string or byte
-	// array header value (an empty P, for example; WIRE.md §2.2).
+	// array header value (an empty P, for example; docs/wire.md §2.2).
 	RuleEvent Rule = "event"
 	// RuleEndFrame: the body ends with the signed empty end frame,
 	// immediately followed by END_STREAM: nothing may follow the end

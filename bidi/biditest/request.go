@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Protocol constants of the request (WIRE.md §3).
+// Protocol constants of the request (docs/wire.md §3).
 const (
 	eventStreamContentType = "application/vnd.amazon.eventstream"
 	streamingPayloadHash   = "STREAMING-AWS4-HMAC-SHA256-EVENTS"

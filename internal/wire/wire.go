@@ -1,5 +1,5 @@
 // Package wire holds the layout of SageMaker's bidirectional event
-// messages (WIRE.md §4.1 and §5.3), shared by the client in package bidi
+// messages (docs/wire.md §4.1 and §5.3), shared by the client in package bidi
 // and the test server in package biditest: PayloadPart events, modeled
 // exceptions and unmodeled error messages.
 package wire
@@ -59,7 +59,7 @@ func (p *Part) Complete() bool { return !bytes.Equal(p.CompletionState, Completi
 // AppendPartHeaders appends the headers of a PayloadPart event to h in the
 // order the AWS SDKs use: DataType, CompletionState and P when set, then
 // :event-type, :message-type and, when p.Bytes is not empty,
-// :content-type. Like aws-sdk-go-v2 (WIRE.md §4.1), a part without payload
+// :content-type. Like aws-sdk-go-v2 (docs/wire.md §4.1), a part without payload
 // carries no :content-type. The values alias p.
 func AppendPartHeaders(h eventstream.Headers, p *Part) eventstream.Headers {
 	if len(p.DataType) > 0 {
@@ -116,7 +116,7 @@ func Classify(m *eventstream.Message) Kind {
 
 // ParsePart reads the PayloadPart fields of m into p. The slices alias m.
 // It accepts any value: UTF8 and Complete interpret values outside the
-// model's enums leniently, as clients must (WIRE.md §2.3); Valid tells
+// model's enums leniently, as clients must (docs/wire.md §2.3); Valid tells
 // whether the values conform, for a receiver that checks its peer.
 func ParsePart(m *eventstream.Message, p *Part) {
 	*p = Part{Bytes: m.Payload}
@@ -133,7 +133,7 @@ func (p *Part) Valid() bool {
 }
 
 // EmptyValue returns the name of the first string or byte-array header of
-// m whose value is empty, which the event-stream format forbids (WIRE.md
+// m whose value is empty, which the event-stream format forbids (docs/wire.md
 // §2.2), and reports whether there is one.
 func EmptyValue(m *eventstream.Message) (string, bool) {
 	for i := range m.Headers {
