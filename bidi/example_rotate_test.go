@@ -1,0 +1,76 @@
+package bidi_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+)
+
+// A conversation that outlives SageMaker's 30-minute cap on a stream: the
+// session replaces its stream before the cap, make-before-break. The test
+// server stands in for the service with a cap of 300 ms, and the session
+// rotates after 100 ms instead of 29 minutes. Each stream begins with a
+// configuration message and ends with a "Finalize" message, which the
+// echo model sends back, so the replies show where each stream begins and
+// ends.
+func ExampleClient_OpenRotating() {
+	srv := biditest.NewUnstartedServer(biditest.Echo())
+	srv.MaxStreamAge = 300 * time.Millisecond // SageMaker's 30 minutes
+	srv.Start()
+	defer srv.Close()
+	client := srv.Client()
+
+	ctx := context.Background()
+	gen := 1 // the stream Recv reads; OnRotate runs on the receiving goroutine
+	rotated := make(chan struct{}, 1)
+	rs, err := client.OpenRotating(ctx, &bidi.OpenInput{EndpointName: "transcriber"}, &bidi.Rotation{
+		After: 100 * time.Millisecond,
+		Preamble: func(ctx context.Context, send func(bidi.Message) error) error {
+			return send(bidi.Text(`{"config":{"language":"en-US"}}`))
+		},
+		Finish: func(ctx context.Context, send func(bidi.Message) error) error {
+			return send(bidi.Text(`{"type":"Finalize"}`))
+		},
+		OnRotate: func(ev bidi.RotationEvent) {
+			fmt.Printf("stream %d -> %d (%v)\n", ev.From, ev.To, ev.Reason)
+			gen = ev.To
+			rotated <- struct{}{}
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rs.Close()
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for msg, err := range rs.Messages(ctx) {
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Printf("stream %d: %s\n", gen, msg.Data)
+		}
+	}()
+
+	if err := rs.Send(ctx, bidi.Text("hello")); err != nil {
+		log.Fatal(err)
+	}
+	<-rotated // the first stream has been replaced and drained
+	if err := rs.Send(ctx, bidi.Text("world")); err != nil {
+		log.Fatal(err)
+	}
+	rs.CloseSend()
+	<-done
+	// Output:
+	// stream 1: {"config":{"language":"en-US"}}
+	// stream 1: hello
+	// stream 1: {"type":"Finalize"}
+	// stream 1 -> 2 (age)
+	// stream 2: {"config":{"language":"en-US"}}
+	// stream 2: world
+}

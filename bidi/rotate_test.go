@@ -1,0 +1,471 @@
+package bidi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+)
+
+// rotItem is what the receiving goroutine of a rotation test saw, in
+// order: a message with the generation it came from, a rotation event,
+// or the error that ended Recv.
+type rotItem struct {
+	gen int
+	msg bidi.Message
+	ev  *bidi.RotationEvent
+	err error
+}
+
+// receiveAll runs Recv on rs until it fails, sending every message, event
+// and the final error to the returned channel (buffered for max items).
+// It sets r.OnRotate, so call it before OpenRotating.
+func receiveAll(r *bidi.Rotation, max int) (start func(context.Context, *bidi.RotatingSession), items <-chan rotItem) {
+	ch := make(chan rotItem, max)
+	gen := 1 // owned by the receiving goroutine (OnRotate runs on it)
+	r.OnRotate = func(ev bidi.RotationEvent) {
+		gen = ev.To
+		ch <- rotItem{ev: &ev}
+	}
+	start = func(ctx context.Context, rs *bidi.RotatingSession) {
+		go func() {
+			defer close(ch)
+			for {
+				m, err := rs.Recv(ctx)
+				if err != nil {
+					ch <- rotItem{err: err}
+					return
+				}
+				ch <- rotItem{gen: gen, msg: m}
+			}
+		}()
+	}
+	return start, ch
+}
+
+// next returns the next item, failing the test if none comes in time.
+func next(t *testing.T, items <-chan rotItem) rotItem {
+	t.Helper()
+	select {
+	case it, ok := <-items:
+		if !ok {
+			t.Fatal("receiver ended")
+		}
+		return it
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing received within 10s")
+	}
+	panic("unreachable")
+}
+
+func expectText(t *testing.T, items <-chan rotItem, gen int, text string) {
+	t.Helper()
+	it := next(t, items)
+	if it.err != nil || it.ev != nil || it.gen != gen || string(it.msg.Data) != text {
+		t.Fatalf("got %+v, want %q from generation %d", it, text, gen)
+	}
+}
+
+func expectEvent(t *testing.T, items <-chan rotItem, from int, reason bidi.RotationReason) bidi.RotationEvent {
+	t.Helper()
+	it := next(t, items)
+	if it.ev == nil || it.ev.From != from || it.ev.To != from+1 || it.ev.Reason != reason {
+		t.Fatalf("got %+v, want a rotation %d -> %d (%v)", it, from, from+1, reason)
+	}
+	return *it.ev
+}
+
+func textPreamble(text string, count *atomic.Int32) func(context.Context, func(bidi.Message) error) error {
+	return func(ctx context.Context, send func(bidi.Message) error) error {
+		count.Add(1)
+		return send(bidi.Text(text))
+	}
+}
+
+// audioFrame returns frame seq of a paced audio stream: 640 bytes (20 ms
+// of 16 kHz 16-bit mono) starting with seq.
+func audioFrame(seq uint32) []byte {
+	b := make([]byte, 640)
+	binary.BigEndian.PutUint32(b, seq)
+	for i := 4; i < len(b); i++ {
+		b[i] = byte(seq) ^ byte(i)
+	}
+	return b
+}
+
+// The acceptance test of rotation: a two-hour paced audio session, time
+// compressed (a 400 ms MaxStreamAge stands for SageMaker's 30-minute cap,
+// so 1.6 s is two hours): 900 frames of 640 bytes, one Send each, one
+// every 2 ms (at least 1.8 s: 4.5 caps), echoed. Every frame's echo comes
+// back exactly once and in order, the streams are replaced by age before
+// the cap (make-before-break: no early end), and each stream's replies
+// begin with its preamble's and end with its finish message's. (After is
+// 250 ms, 150 ms before the cap, so that a loaded machine still rotates
+// and drains the old stream in time.)
+func TestRotationPacedAudioTwoHours(t *testing.T) {
+	const (
+		streamCap = 400 * time.Millisecond // SageMaker's 30 minutes
+		after     = 250 * time.Millisecond // 19 minutes: margin for a loaded machine
+		pace      = 2 * time.Millisecond
+		frames    = 900 // 4.5 caps at the pace: 2 h 15 min
+	)
+	srv := newServer(t, biditest.Echo(), func(s *biditest.Server) { s.MaxStreamAge = streamCap })
+	ctx := testCtx(t)
+	var preambles, finishes atomic.Int32
+	r := &bidi.Rotation{
+		After:    after,
+		Preamble: textPreamble("config", &preambles),
+		Finish:   textPreamble("finalize", &finishes),
+	}
+	start, items := receiveAll(r, 1<<14)
+	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "audio"}, r)
+	if err != nil {
+		t.Fatalf("OpenRotating: %v", err)
+	}
+	defer rs.Close()
+	start(ctx, rs)
+
+	ticker := time.NewTicker(pace)
+	defer ticker.Stop()
+	began := time.Now()
+	var sent uint32
+	for ; sent < frames; sent++ {
+		<-ticker.C
+		if err := rs.Send(ctx, bidi.Binary(audioFrame(sent))); err != nil {
+			t.Fatalf("Send frame %d: %v", sent, err)
+		}
+	}
+	elapsed := time.Since(began)
+	if err := rs.CloseSend(); err != nil {
+		t.Fatalf("CloseSend: %v", err)
+	}
+
+	var (
+		want     uint32 // next frame expected
+		events   []bidi.RotationEvent
+		inStream []string // texts of the current generation, in order
+		gen      = 1
+	)
+	endStream := func(ev *bidi.RotationEvent) {
+		if len(inStream) == 0 || inStream[0] != "config" {
+			t.Errorf("generation %d: texts %q, want the preamble first (end: %+v)", gen, inStream, ev)
+		}
+		if ev != nil && inStream[len(inStream)-1] != "finalize" {
+			t.Errorf("generation %d: texts %q, want the finish message last (end: %+v)", gen, inStream, *ev)
+		}
+		inStream = nil
+	}
+	for it := range items {
+		switch {
+		case it.ev != nil:
+			endStream(it.ev)
+			events = append(events, *it.ev)
+			gen = it.ev.To
+		case it.err == io.EOF:
+			endStream(nil)
+		case it.err != nil:
+			t.Fatalf("Recv after %d frames: %v", want, it.err)
+		case it.msg.Type == bidi.DataTypeUTF8:
+			inStream = append(inStream, string(it.msg.Data))
+		default:
+			if len(inStream) == 0 || inStream[len(inStream)-1] != "config" {
+				t.Fatalf("generation %d: frame %d after texts %q", gen, want, inStream)
+			}
+			if !bytes.Equal(it.msg.Data, audioFrame(want)) {
+				t.Fatalf("frame %d: got %d bytes starting %x, want frame %d", want, len(it.msg.Data), it.msg.Data[:min(8, len(it.msg.Data))], want)
+			}
+			want++
+		}
+	}
+	if want != sent {
+		t.Fatalf("received %d frames of %d sent", want, sent)
+	}
+	for i, ev := range events {
+		if ev.From != i+1 || ev.To != i+2 || ev.Reason != bidi.RotationAge || ev.Err != nil {
+			t.Errorf("rotation %d: %+v, want %d -> %d by age, clean", i, ev, i+1, i+2)
+		}
+	}
+	if len(events) < 4 {
+		t.Errorf("%d rotations in %v with After %v, want at least 4", len(events), elapsed, after)
+	}
+	streams := len(srv.Streams())
+	if streams != len(events)+1 || int(preambles.Load()) != streams || int(finishes.Load()) != len(events) || rs.Generation() != streams {
+		t.Errorf("%d streams, %d rotations, %d preambles, %d finishes, generation %d", streams, len(events), preambles.Load(), finishes.Load(), rs.Generation())
+	}
+	t.Logf("%d frames of 640 B in %v, %d rotations, %d streams", sent, elapsed.Round(time.Millisecond), len(events), streams)
+}
+
+// failAfter returns a handler whose streams listed in fail echo n messages
+// and then fail with an InternalStreamFailure; the others echo. started
+// receives each stream's number (from 1) as its handler starts.
+func failAfter(n int, fail func(stream int32) bool, started chan<- int32) biditest.Handler {
+	var count atomic.Int32
+	return biditest.HandlerFunc(func(st *biditest.Stream) {
+		k := count.Add(1)
+		if started != nil {
+			started <- k
+		}
+		if st.Accept() != nil {
+			return
+		}
+		for i := 0; ; i++ {
+			if fail(k) && i == n {
+				st.SendInternalStreamFailure("the platform ended the stream")
+				return
+			}
+			m, err := st.Recv()
+			if err != nil {
+				return
+			}
+			if st.Send(m) != nil {
+				return
+			}
+		}
+	})
+}
+
+// A stream that ends early (here an InternalStreamFailure mid-stream) is
+// replaced by a reconnect: the replies received before the end come
+// first, the end is reported to OnRotate and not to Recv, the preamble
+// runs again on the new stream, and the session carries on.
+func TestRotationReconnectsAfterEarlyEnd(t *testing.T) {
+	// Stream 1 echoes the preamble and 3 frames, then fails.
+	srv := newServer(t, failAfter(4, func(k int32) bool { return k == 1 }, nil))
+	ctx := testCtx(t)
+	var preambles atomic.Int32
+	r := &bidi.Rotation{Preamble: textPreamble("config", &preambles)}
+	start, items := receiveAll(r, 64)
+	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
+	if err != nil {
+		t.Fatalf("OpenRotating: %v", err)
+	}
+	defer rs.Close()
+	start(ctx, rs)
+
+	expectText(t, items, 1, "config")
+	for _, s := range []string{"a", "b", "c"} {
+		if err := rs.Send(ctx, bidi.Text(s)); err != nil {
+			t.Fatalf("Send %q: %v", s, err)
+		}
+		expectText(t, items, 1, s)
+	}
+	ev := expectEvent(t, items, 1, bidi.RotationEarlyEnd)
+	var isf *bidi.InternalStreamFailure
+	if !errors.As(ev.Err, &isf) {
+		t.Fatalf("event error %v, want an *InternalStreamFailure", ev.Err)
+	}
+	expectText(t, items, 2, "config")
+	if err := rs.Send(ctx, bidi.Text("d")); err != nil {
+		t.Fatalf("Send after the reconnect: %v", err)
+	}
+	expectText(t, items, 2, "d")
+	if err := rs.CloseSend(); err != nil {
+		t.Fatalf("CloseSend: %v", err)
+	}
+	if it := next(t, items); it.err != io.EOF {
+		t.Fatalf("got %+v, want io.EOF", it)
+	}
+	if preambles.Load() != 2 || len(srv.Streams()) != 2 || rs.Generation() != 2 {
+		t.Fatalf("%d preambles, %d streams, generation %d; want 2 of each", preambles.Load(), len(srv.Streams()), rs.Generation())
+	}
+}
+
+// A Send that meets a stream that already ended waits for the successor
+// and sends its message there, once.
+func TestRotationSendWaitsForSuccessor(t *testing.T) {
+	started := make(chan int32, 4)
+	srv := newServer(t, failAfter(1, func(k int32) bool { return k == 1 }, started))
+	ctx := testCtx(t)
+	release := make(chan struct{})
+	var preambles atomic.Int32
+	r := &bidi.Rotation{Preamble: func(ctx context.Context, send func(bidi.Message) error) error {
+		if preambles.Add(1) == 2 {
+			<-release // hold the successor back
+		}
+		return send(bidi.Text("config"))
+	}}
+	start, items := receiveAll(r, 64)
+	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
+	if err != nil {
+		t.Fatalf("OpenRotating: %v", err)
+	}
+	defer rs.Close()
+	if k := <-started; k != 1 {
+		t.Fatalf("stream %d started first", k)
+	}
+	if k := <-started; k != 2 { // stream 1 has failed: the reconnect began
+		t.Fatalf("stream %d started second", k)
+	}
+	sent := make(chan error, 1)
+	go func() { sent <- rs.Send(ctx, bidi.Text("x")) }()
+	select {
+	case err := <-sent:
+		t.Fatalf("Send returned %v before the successor was installed", err)
+	default:
+	}
+	close(release)
+	if err := <-sent; err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	start(ctx, rs)
+	expectText(t, items, 1, "config")
+	expectEvent(t, items, 1, bidi.RotationEarlyEnd)
+	expectText(t, items, 2, "config")
+	expectText(t, items, 2, "x")
+	rs.CloseSend()
+	if it := next(t, items); it.err != io.EOF {
+		t.Fatalf("got %+v, want io.EOF", it)
+	}
+}
+
+// Reconnects are bounded: against a server whose every stream fails, Recv
+// returns a *ReconnectError wrapping the typed error once MaxReconnects
+// reconnects in a row failed, and Send returns it too.
+func TestRotationReconnectsBounded(t *testing.T) {
+	srv := newServer(t, failAfter(1, func(int32) bool { return true }, nil))
+	ctx := testCtx(t)
+	var preambles atomic.Int32
+	r := &bidi.Rotation{
+		Preamble:      textPreamble("config", &preambles),
+		MaxReconnects: 2,
+		Backoff:       func(int) time.Duration { return 0 },
+	}
+	start, items := receiveAll(r, 64)
+	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
+	if err != nil {
+		t.Fatalf("OpenRotating: %v", err)
+	}
+	defer rs.Close()
+	start(ctx, rs)
+	for gen := 1; gen <= 3; gen++ {
+		expectText(t, items, gen, "config")
+		if gen < 3 {
+			ev := expectEvent(t, items, gen, bidi.RotationEarlyEnd)
+			var isf *bidi.InternalStreamFailure
+			if !errors.As(ev.Err, &isf) {
+				t.Fatalf("event error %v, want an *InternalStreamFailure", ev.Err)
+			}
+		}
+	}
+	it := next(t, items)
+	var (
+		re  *bidi.ReconnectError
+		isf *bidi.InternalStreamFailure
+	)
+	if !errors.As(it.err, &re) || re.Reconnects != 2 || !errors.As(it.err, &isf) {
+		t.Fatalf("Recv: %+v, want a *ReconnectError after 2 reconnects wrapping an *InternalStreamFailure", it)
+	}
+	if err := rs.Send(ctx, bidi.Text("late")); !errors.As(err, &re) {
+		t.Fatalf("Send: %v, want the *ReconnectError", err)
+	}
+	if preambles.Load() != 3 || len(srv.Streams()) != 3 {
+		t.Fatalf("%d preambles, %d streams; want 3 of each", preambles.Load(), len(srv.Streams()))
+	}
+}
+
+// Close unblocks a pending Recv and Send, also while a reconnect is
+// waiting out its backoff, and leaves no goroutine of package bidi.
+func TestRotationCloseUnblocks(t *testing.T) {
+	waitNoBidiGoroutines(t, 5*time.Second) // other tests' leftovers
+	ctx := testCtx(t)
+
+	t.Run("streaming", func(t *testing.T) {
+		started := make(chan struct{})
+		srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+			st.Accept()
+			close(started)
+			<-st.Context().Done() // never reads: Send ends up blocked
+		}), func(s *biditest.Server) { s.MaxReceiveBufferPerStream = 16 << 10 })
+		rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, nil)
+		if err != nil {
+			t.Fatalf("OpenRotating: %v", err)
+		}
+		<-started
+		recvErr, sendErr := make(chan error, 1), make(chan error, 1)
+		go func() { _, err := rs.Recv(ctx); recvErr <- err }()
+		go func() {
+			for {
+				if err := rs.Send(ctx, bidi.Binary(make([]byte, 32<<10))); err != nil {
+					sendErr <- err
+					return
+				}
+			}
+		}()
+		rs.Close()
+		if err := <-recvErr; !errors.Is(err, bidi.ErrSessionClosed) {
+			t.Errorf("Recv: %v, want ErrSessionClosed", err)
+		}
+		if err := <-sendErr; !errors.Is(err, bidi.ErrSessionClosed) {
+			t.Errorf("Send: %v, want ErrSessionClosed", err)
+		}
+	})
+
+	t.Run("reconnecting", func(t *testing.T) {
+		started := make(chan int32, 4)
+		srv := newServer(t, failAfter(0, func(int32) bool { return true }, started))
+		backingOff := make(chan struct{})
+		r := &bidi.Rotation{
+			MaxReconnects: 5,
+			Backoff: func(int) time.Duration {
+				close(backingOff)
+				return time.Hour
+			},
+		}
+		rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
+		if err != nil {
+			t.Fatalf("OpenRotating: %v", err)
+		}
+		<-backingOff
+		recvErr := make(chan error, 1)
+		go func() { _, err := rs.Recv(ctx); recvErr <- err }()
+		rs.Close()
+		if err := <-recvErr; !errors.Is(err, bidi.ErrSessionClosed) {
+			t.Errorf("Recv: %v, want ErrSessionClosed", err)
+		}
+		if err := rs.Send(ctx, bidi.Text("x")); !errors.Is(err, bidi.ErrSessionClosed) {
+			t.Errorf("Send after Close: %v, want ErrSessionClosed", err)
+		}
+		if len(started) != 1 {
+			t.Errorf("%d streams opened, want 1", len(started))
+		}
+	})
+	waitNoBidiGoroutines(t, 5*time.Second)
+}
+
+// A successor refused with an error that a retry cannot fix (here a 400)
+// ends the reconnects at once.
+func TestRotationPermanentOpenError(t *testing.T) {
+	var count atomic.Int32
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		if count.Add(1) > 1 {
+			st.Fail(400, "ValidationError", map[string]any{"Message": "no such model"})
+			return
+		}
+		st.Accept()
+		st.SendInternalStreamFailure("the platform ended the stream")
+	}))
+	ctx := testCtx(t)
+	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, nil)
+	if err != nil {
+		t.Fatalf("OpenRotating: %v", err)
+	}
+	defer rs.Close()
+	_, err = rs.Recv(ctx)
+	var (
+		re   *bidi.ReconnectError
+		resp *bidi.ResponseError
+	)
+	if !errors.As(err, &re) || re.Reconnects != 1 || !errors.As(err, &resp) || resp.StatusCode != 400 {
+		t.Fatalf("Recv: %v, want a *ReconnectError after 1 reconnect wrapping the 400", err)
+	}
+	if n := count.Load(); n != 2 {
+		t.Fatalf("%d streams opened, want 2", n)
+	}
+}
