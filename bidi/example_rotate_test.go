@@ -12,14 +12,14 @@ import (
 
 // A conversation that outlives SageMaker's 30-minute cap on a stream: the
 // session replaces its stream before the cap, make-before-break. The test
-// server stands in for the service with a cap of 300 ms, and the session
-// rotates after 100 ms instead of 29 minutes. Each stream begins with a
+// server stands in for the service with a cap of 500 ms, and the session
+// rotates after 200 ms instead of 29 minutes. Each stream begins with a
 // configuration message and ends with a "Finalize" message, which the
 // echo model sends back, so the replies show where each stream begins and
 // ends.
 func ExampleClient_OpenRotating() {
 	srv := biditest.NewUnstartedServer(biditest.Echo())
-	srv.MaxStreamAge = 300 * time.Millisecond // SageMaker's 30 minutes
+	srv.MaxStreamAge = 500 * time.Millisecond // SageMaker's 30 minutes
 	srv.Start()
 	defer srv.Close()
 	client := srv.Client()
@@ -28,7 +28,7 @@ func ExampleClient_OpenRotating() {
 	gen := 1 // the stream Recv reads; OnRotate runs on the receiving goroutine
 	rotated := make(chan struct{}, 1)
 	rs, err := client.OpenRotating(ctx, &bidi.OpenInput{EndpointName: "transcriber"}, &bidi.Rotation{
-		After: 100 * time.Millisecond,
+		After: 200 * time.Millisecond,
 		Preamble: func(ctx context.Context, send func(bidi.Message) error) error {
 			return send(bidi.Text(`{"config":{"language":"en-US"}}`))
 		},

@@ -55,6 +55,8 @@ type Rotation struct {
 	// the session's own goroutine, concurrently with Send on the new
 	// stream; ctx ends when the old stream or the RotatingSession ends.
 	// Its error is not reported: the old stream's input ends either way.
+	// CloseSend does not call it: send the last stream's finishing
+	// messages before CloseSend.
 	Finish func(ctx context.Context, send func(Message) error) error
 
 	// OnRotate, if set, is called at each boundary seen by the receiver:
