@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -102,7 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	srv := o.conn.LocalServer(biditest.Echo())
+	srv := o.conn.LocalServer(localModel())
 	if srv != nil {
 		defer srv.Close()
 		fmt.Fprintln(stdout, "local SageMaker-compatible echo server (package biditest); no AWS account needed")
@@ -119,18 +120,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	st, err := converse(ctx, client, o, tel)
-	if err != nil {
+	if err == nil {
+		fmt.Fprintf(stdout, "sent %s (%d bytes), received %s (%d bytes); the stream ended cleanly\n",
+			count(st.sent, "message"), st.sentBytes, count(st.received, "reply"), st.receivedBytes)
+	} else if tel.waitSessionSpan(ctx) == nil {
+		// A failed session is traced too: show how it ended.
+		fmt.Fprintf(stdout, "the session failed after %s sent and %s received (the error is on stderr)\n",
+			count(st.sent, "message"), count(st.received, "reply"))
+	} else {
+		return cli.Fail(ctx, stderr, "otel", o.conn.Describe(err)) // no session to show
+	}
+	rep, cerr := tel.collect(ctx)
+	if cerr == nil {
+		rep.print(stdout)
+	}
+	switch {
+	case err != nil:
 		return cli.Fail(ctx, stderr, "otel", o.conn.Describe(err))
+	case cerr != nil:
+		return cli.Fail(ctx, stderr, "otel", cerr.Error())
 	}
-	fmt.Fprintf(stdout, "sent %d messages (%d bytes), received %d replies (%d bytes); the stream ended cleanly\n",
-		st.sent, st.sentBytes, st.received, st.receivedBytes)
-	rep, err := tel.collect(ctx)
-	if err != nil {
-		return cli.Fail(ctx, stderr, "otel", err.Error())
-	}
-	rep.print(stdout)
 	return 0
 }
+
+// localModel is the model of the in-process server; tests replace it.
+var localModel = biditest.Echo
 
 // turnTimeout bounds the wait for one reply.
 const turnTimeout = 30 * time.Second
@@ -185,4 +199,16 @@ func converse(ctx context.Context, client *bidi.Client, o *options, tel *telemet
 	// The client ends the span as the session's goroutine exits, just
 	// after the end of the stream.
 	return st, tel.waitSessionSpan(ctx)
+}
+
+// count returns "n things" ("1 thing").
+func count(n int, thing string) string {
+	switch {
+	case n == 1:
+	case strings.HasSuffix(thing, "y"):
+		thing = strings.TrimSuffix(thing, "y") + "ies"
+	default:
+		thing += "s"
+	}
+	return fmt.Sprintf("%d %s", n, thing)
 }

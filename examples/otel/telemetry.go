@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -35,18 +36,18 @@ type telemetry struct {
 	meterProvider  *sdkmetric.MeterProvider
 	spans          *tracetest.InMemoryExporter
 	reader         *sdkmetric.ManualReader
-	sessionEnded   chan struct{} // closed once a span named bidi.SpanName ended
+	watcher        *spanWatcher // of the session's span
 }
 
 func newTelemetry() *telemetry {
 	t := &telemetry{
-		spans:        tracetest.NewInMemoryExporter(),
-		reader:       sdkmetric.NewManualReader(),
-		sessionEnded: make(chan struct{}),
+		spans:   tracetest.NewInMemoryExporter(),
+		reader:  sdkmetric.NewManualReader(),
+		watcher: &spanWatcher{name: bidi.SpanName, ended: make(chan struct{})},
 	}
 	t.tracerProvider = sdktrace.NewTracerProvider(
 		sdktrace.WithSyncer(t.spans), // export each span as it ends
-		sdktrace.WithSpanProcessor(&endWatcher{name: bidi.SpanName, ended: t.sessionEnded}),
+		sdktrace.WithSpanProcessor(t.watcher),
 	)
 	t.meterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(t.reader))
 	return t
@@ -59,12 +60,15 @@ func (t *telemetry) shutdown() {
 }
 
 // waitSessionSpan waits until the session's span has ended (and been
-// exported).
+// exported); it fails at once if none started (Open refused its input).
 func (t *telemetry) waitSessionSpan(ctx context.Context) error {
+	if !t.watcher.started.Load() {
+		return errors.New("no session span started")
+	}
 	timer := time.NewTimer(spanWait)
 	defer timer.Stop()
 	select {
-	case <-t.sessionEnded:
+	case <-t.watcher.ended:
 		return nil
 	case <-timer.C:
 		return errors.New("the session's span did not end")
@@ -73,23 +77,30 @@ func (t *telemetry) waitSessionSpan(ctx context.Context) error {
 	}
 }
 
-// endWatcher is a span processor that closes ended when a span named name
-// ends. Registered after the exporter's, it runs once the span has been
-// exported.
-type endWatcher struct {
-	name  string
-	ended chan struct{}
-	once  sync.Once
+// spanWatcher is a span processor that notes when a span named name
+// starts, and closes ended when one ends. Registered after the
+// exporter's, it runs once the span has been exported.
+type spanWatcher struct {
+	name    string
+	started atomic.Bool
+	ended   chan struct{}
+	once    sync.Once
 }
 
-func (w *endWatcher) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-func (w *endWatcher) OnEnd(s sdktrace.ReadOnlySpan) {
+func (w *spanWatcher) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	if s.Name() == w.name {
+		w.started.Store(true)
+	}
+}
+
+func (w *spanWatcher) OnEnd(s sdktrace.ReadOnlySpan) {
 	if s.Name() == w.name {
 		w.once.Do(func() { close(w.ended) })
 	}
 }
-func (w *endWatcher) Shutdown(context.Context) error   { return nil }
-func (w *endWatcher) ForceFlush(context.Context) error { return nil }
+
+func (w *spanWatcher) Shutdown(context.Context) error   { return nil }
+func (w *spanWatcher) ForceFlush(context.Context) error { return nil }
 
 // report is what OpenTelemetry recorded for the session.
 type report struct {
