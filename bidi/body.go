@@ -50,6 +50,7 @@ type sendPipe struct {
 	// q holds the committed parts in order; part i ends at ends[i]. The
 	// first sent parts were taken by the current body.
 	q    []byte
+	qh   *[]byte // q's queuePool handle, if it came from the pool
 	ends []int
 	sent int
 
@@ -108,6 +109,9 @@ func (p *sendPipe) enqueue(m *eventstream.Message) (bool, error) {
 	if waiting := len(p.q) - p.start(p.sent); waiting > 0 && waiting+size > sendQueueBytes {
 		return false, nil
 	}
+	if p.q == nil {
+		p.q, p.qh = queuePool.get()
+	}
 	q, err := eventstream.AppendMessage(p.q, m)
 	if err != nil {
 		return false, err
@@ -146,6 +150,7 @@ func (p *sendPipe) compact() {
 		p.ends[i] -= off
 	}
 	p.sent = 0
+	queuePool.release(&p.q, &p.qh)
 }
 
 // attach makes b the current body; it starts with the first queued part,

@@ -56,9 +56,48 @@
 // context given to Open is cancelled or when [Session.Close] is called;
 // then every goroutine it started exits. Sends may come from many
 // goroutines; receives from one at a time. The [Session] documentation
-// has the full contract. Opening is retried on throttling, 503 and the
-// transient 424 "Failed to establish WebSocket connection", replaying what
-// was already sent; a stream the model has answered is never retried.
+// has the full contract.
+//
+// # Opening, retries and clock skew
+//
+// Open returns once the request is on its way; with Options.AwaitResponse
+// (or OpenInput.AwaitResponse) it waits for the service's answer and
+// returns the typed HTTP error itself. Opening is retried on throttling,
+// 503 and the transient 424 "Failed to establish WebSocket connection",
+// replaying what was already sent; never on a 4xx of the request or of
+// the container, and never once the model answered. The client's
+// aws.Retryer (aws.Config.Retryer, RetryMaxAttempts, RetryMode) decides
+// the rest, and its token bucket is a retry budget shared by all of the
+// client's sessions. A signature refused for the client's clock is
+// corrected from the service's Date header and retried once.
+//
+// # Long-lived sessions
+//
+// [Session.Finish] ends the input only once the model has been quiet for
+// a while, so that its last replies are not lost, and tells a normal
+// closure (close code 1000, [IsNormalClosure]) from a failure.
+// [Client.OpenRotating] keeps a session going past the service's 30-minute
+// stream cap by opening a successor stream before the cap
+// (make-before-break), with callbacks for what each stream needs first
+// and last.
+//
+// # Observability
+//
+// Options.TracerProvider and Options.MeterProvider (smithy-go's
+// interfaces, as in aws-sdk-go-v2) trace each session with one span from
+// Open to the stream's end and record client.call.* and stream-level
+// metrics (see [SpanName], [StreamMetricPrefix]); unset, they cost
+// nothing. Payloads, credentials and signatures never appear in them.
+//
+// # Connections
+//
+// The client has its own HTTP/2 engine: a pool of connections per
+// endpoint, each carrying up to Options.MaxStreamsPerConnection sessions
+// and never more than the server allows; sessions wait for a slot rather
+// than dial connections of their own. Trust comes from Options.TLSConfig
+// or the aws.Config's CA bundle; HTTPS proxies from the environment are
+// used through CONNECT. [Client.CloseIdleConnections] releases idle
+// connections.
 //
 // The companion package biditest is an in-process server for tests.
 package bidi

@@ -28,7 +28,8 @@ func ExampleClient_OpenRotating() {
 	gen := 1 // the stream Recv reads; OnRotate runs on the receiving goroutine
 	rotated := make(chan struct{}, 1)
 	rs, err := client.OpenRotating(ctx, &bidi.OpenInput{EndpointName: "transcriber"}, &bidi.Rotation{
-		After: 200 * time.Millisecond,
+		After:       200 * time.Millisecond,
+		FinishQuiet: 20 * time.Millisecond, // end the old input once its model is quiet
 		Preamble: func(ctx context.Context, send func(bidi.Message) error) error {
 			return send(bidi.Text(`{"config":{"language":"en-US"}}`))
 		},

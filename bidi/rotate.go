@@ -22,6 +22,9 @@ const DefaultRotateAfter = 29 * time.Minute
 // DefaultMaxReconnects is Rotation.MaxReconnects when it is 0.
 const DefaultMaxReconnects = 3
 
+// DefaultFinishQuiet is the default Rotation.FinishQuiet.
+const DefaultFinishQuiet = 2 * time.Second
+
 // Rotation configures a [RotatingSession]: when its streams are replaced
 // and what the application sends at each boundary. The zero value rotates
 // every DefaultRotateAfter, sends nothing at the boundaries and reconnects
@@ -58,6 +61,14 @@ type Rotation struct {
 	// CloseSend does not call it: send the last stream's finishing
 	// messages before CloseSend.
 	Finish func(ctx context.Context, send func(Message) error) error
+
+	// FinishQuiet is how long, after Finish, the old stream's input stays
+	// open while its model is still answering: it ends (see
+	// [Session.Finish]) once the model has been quiet that long, so that
+	// replies still on their way are not lost (SageMaker closes the
+	// container's connection when the input ends). 0 means
+	// DefaultFinishQuiet; a negative value ends the input at once.
+	FinishQuiet time.Duration
 
 	// OnRotate, if set, is called at each boundary seen by the receiver:
 	// when every reply of the old stream has been returned by Recv and
@@ -202,6 +213,7 @@ type RotatingSession struct {
 	c             *Client
 	in            OpenInput
 	after         time.Duration // < 0: no rotation by age
+	finishQuiet   time.Duration // < 0: CloseSend at once
 	stable        time.Duration // a stream that lasts this long resets the count of reconnects
 	maxReconnects int           // < 0: none
 	backoff       func(int) time.Duration
@@ -313,6 +325,7 @@ func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (
 		c:             c,
 		in:            *in,
 		after:         r.After,
+		finishQuiet:   r.FinishQuiet,
 		maxReconnects: r.MaxReconnects,
 		backoff:       r.Backoff,
 		preamble:      r.Preamble,
@@ -321,6 +334,9 @@ func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (
 		inputDone:     make(chan struct{}),
 		sendLock:      newCtxLock(),
 		recvLock:      newCtxLock(),
+	}
+	if rs.finishQuiet == 0 {
+		rs.finishQuiet = DefaultFinishQuiet
 	}
 	if rs.after == 0 {
 		rs.after = DefaultRotateAfter
@@ -603,6 +619,13 @@ func (rs *RotatingSession) rotate() {
 			if rs.finish != nil {
 				rs.finish(g.sess.Context(), sendOn(g.sess)) // its error changes nothing
 			}
+			if rs.finishQuiet > 0 {
+				// Keep the old input open while its model answers;
+				// Recv drains it meanwhile. Finish ends when the old
+				// stream does, or with the session.
+				go g.sess.Finish(rs.ctx, rs.finishQuiet)
+				continue
+			}
 		}
 		g.sess.CloseSend()
 	}
@@ -718,11 +741,10 @@ func permanent(err error) bool {
 	switch {
 	case errors.As(err, &ive), errors.Is(err, ErrZeroClient):
 		return true
-	case errors.As(err, &re):
-		s := re.StatusCode
-		return s/100 == 4 && s != 408 && s != 424 && s != 429
+	case errors.As(err, &re) && re.StatusCode == 408:
+		return false
 	}
-	return false
+	return classifyOpenError(err) == classTerminal
 }
 
 func isClosed(c <-chan struct{}) bool {

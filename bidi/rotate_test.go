@@ -120,9 +120,10 @@ func TestRotationPacedAudioTwoHours(t *testing.T) {
 	ctx := testCtx(t)
 	var preambles, finishes atomic.Int32
 	r := &bidi.Rotation{
-		After:    after,
-		Preamble: textPreamble("config", &preambles),
-		Finish:   textPreamble("finalize", &finishes),
+		After:       after,
+		Preamble:    textPreamble("config", &preambles),
+		Finish:      textPreamble("finalize", &finishes),
+		FinishQuiet: 30 * time.Millisecond, // the old stream ends once its echoes are in, well before the cap
 	}
 	start, items := receiveAll(r, 1<<14)
 	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "audio"}, r)

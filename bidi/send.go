@@ -252,6 +252,10 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 		switch {
 		case ok:
 			s.obs.sent(len(p.Data))
+			// The part is copied into the queue: a large padding buffer
+			// can go back to the pool.
+			s.pad = s.pad[:0]
+			padPool.release(&s.pad, &s.padh)
 			return nil
 		case err != nil:
 			select {
@@ -325,6 +329,9 @@ func (s *Session) encodePart(ctx context.Context, p Part) error {
 			s.padSrc = s.c.paddingSource(s)
 		}
 		var err error
+		if s.pad == nil {
+			s.pad, s.padh = padPool.get()
+		}
 		s.pad, err = fillPadding(ctx, s.pad[:0], n, s.padSrc)
 		if err != nil {
 			return err

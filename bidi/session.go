@@ -97,6 +97,7 @@ type Session struct {
 	hdrs       eventstream.Headers
 	msg        eventstream.Message
 	pad        []byte
+	padh       *[]byte // pad's padPool handle, if it came from the pool
 	padSrc     padSource
 	pipe       sendPipe
 

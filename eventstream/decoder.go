@@ -58,6 +58,7 @@ type Decoder struct {
 	discarded int     // payload length discarded by the last Decode
 	reuse     int     // 1 + size class of the buffer last given back, or 0
 	pooled    *[]byte // bufferPools handle of buf, if buf is pooled
+	small     []byte  // the buffer kept while idle
 }
 
 // NewDecoder returns a Decoder reading from r. Options adjust its limits.
@@ -204,12 +205,17 @@ func (d *Decoder) fill(n int) error {
 	}
 	if d.start == d.end && len(d.buf) > keepBufferLen {
 		// Nothing buffered and a large buffer: give it back before a
-		// read that may block for long, so that an idle decoder holds no
-		// more than keepBufferLen, whatever it carried before.
+		// read that may block for long, and read into the decoder's own
+		// small buffer, so that an idle decoder holds minBufferLen,
+		// whatever it carried before. A large message later takes a
+		// pooled buffer of the same class again (grow).
 		d.reuse, _ = bufferClass(len(d.buf))
 		d.reuse++
 		d.putBuffer()
-		d.buf, d.start, d.end = nil, 0, 0
+		if d.small == nil {
+			d.small = make([]byte, minBufferLen)
+		}
+		d.buf, d.start, d.end = d.small, 0, 0
 	}
 	for empty := 0; d.end-d.start < n; {
 		if d.end == len(d.buf) {
