@@ -168,9 +168,22 @@ func converse(ctx context.Context, client *bidi.Client, o *options, tel *telemet
 		return st, err
 	}
 	defer sess.Close()
+	// fail returns err once the failed session's span has ended: Close
+	// racing the session's own end would record end_reason "closed"
+	// instead of why the stream ended. A failure that leaves the session
+	// open (a reply that took too long) is closed after a second.
+	fail := func(err error) (stats, error) {
+		select {
+		case <-sess.Context().Done():
+			_ = tel.waitSessionSpan(ctx)
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+		return st, err
+	}
 	for range o.messages {
 		if err := sess.Send(ctx, bidi.Text(o.text)); err != nil {
-			return st, err
+			return fail(err)
 		}
 		st.sent++
 		st.sentBytes += len(o.text)
@@ -178,20 +191,20 @@ func converse(ctx context.Context, client *bidi.Client, o *options, tel *telemet
 		m, err := sess.Recv(turn)
 		cancel()
 		if err != nil {
-			return st, fmt.Errorf("waiting for reply %d: %w", st.sent, err)
+			return fail(fmt.Errorf("waiting for reply %d: %w", st.sent, err))
 		}
 		st.received++
 		st.receivedBytes += len(m.Data)
 	}
 	if err := sess.CloseSend(); err != nil {
-		return st, err
+		return fail(err)
 	}
 	for {
 		m, err := sess.Recv(ctx)
 		if err == io.EOF {
 			break
 		} else if err != nil {
-			return st, err
+			return fail(err)
 		}
 		st.received++
 		st.receivedBytes += len(m.Data)
