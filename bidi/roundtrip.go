@@ -7,7 +7,8 @@ import (
 // roundTrip sends the request of attempt a and waits for the response
 // head, on the client's engine or, with Options.HTTPClient, through
 // net/http. The response body is the stream's response side.
-func (c *Client) roundTrip(a *attempt) (*http.Response, error) {
+func (s *Session) roundTrip(a *attempt) (*http.Response, error) {
+	c := s.c
 	if c.engine == nil {
 		return c.http.Do(a.req)
 	}
@@ -15,6 +16,12 @@ func (c *Client) roundTrip(a *attempt) (*http.Response, error) {
 	st, err := c.engine.NewStream(ctx, a.req.URL, a.req.Header, a.body)
 	if err != nil {
 		return nil, err
+	}
+	// Close resets the stream itself, at once, so that its connection is
+	// idle as soon as Close returns.
+	s.stream.Store(st)
+	if s.ctx.Err() != nil {
+		st.Close()
 	}
 	r, err := st.Response(ctx)
 	if err != nil {

@@ -120,6 +120,10 @@ type Session struct {
 	midMessage bool         // the last part received was PARTIAL
 	maxMessage int
 
+	// stream is the current attempt's engine stream (nil before it, and
+	// with Options.HTTPClient), reset by Close.
+	stream atomic.Pointer[transport.Stream]
+
 	// obs traces and measures the session (nil when unobserved); its
 	// methods say which goroutine calls them.
 	obs *sessionObs
@@ -216,6 +220,9 @@ func (s *Session) Close() error {
 		}
 	}
 	s.end(ErrSessionClosed, phaseClosed, endDefinite)
+	if st := s.stream.Load(); st != nil {
+		st.Close() // now, not when the context's watchers run
+	}
 	return nil
 }
 
@@ -302,7 +309,7 @@ func (s *Session) run(a *attempt) {
 	}
 	for {
 		s.obs.attempt()
-		resp, err := s.c.roundTrip(a)
+		resp, err := s.roundTrip(a)
 		if err != nil {
 			if !s.retryRefused(err) {
 				s.fail(s.refusalError(s.transportError(err)))
