@@ -140,7 +140,7 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 	a, err := s.newAttempt(1)
 	if err != nil {
 		s.end(err, phaseClosed, endDefinite)
-		s.obs.end(err, false)
+		s.obs.end(err)
 		return nil, err
 	}
 	if s.c.logOn {

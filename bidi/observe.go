@@ -43,6 +43,7 @@ const (
 	AttrErrorType    = "error.type"       // the error code of an API error, else the Go type
 	AttrEndReason    = "end_reason"       // see the EndReason constants
 	AttrOperationErr = "exception.type"   // on client.call.errors
+	AttrCloseCode    = "close_code"       // a ModelStreamError's WebSocket close code
 )
 
 // End reasons of a session, the end_reason attribute of its span and of
@@ -90,7 +91,7 @@ func newObserver(tp tracing.TracerProvider, mp metrics.MeterProvider) *observer 
 		mp = metrics.NopMeterProvider{}
 	}
 	o := &observer{tracer: tp.Tracer(ObservabilityScope)}
-	m := mp.Meter(ObservabilityScope)
+	m := meterOrNop{mp.Meter(ObservabilityScope)}
 	unit := func(u, d string) metrics.InstrumentOption {
 		return func(io *metrics.InstrumentOptions) { io.UnitLabel, io.Description = u, d }
 	}
@@ -122,10 +123,9 @@ type sessionObs struct {
 	ctx   context.Context // the span's context, for recording
 	start time.Time
 
-	answered  bool // owned by the run goroutine
-	gotFirst  bool // owned by the run goroutine
-	ended     bool // owned by the run goroutine (end is called there once)
-	firstSent bool
+	answered bool // owned by the run goroutine
+	gotFirst bool // owned by the run goroutine
+	ended    bool // owned by the run goroutine (end is called there once)
 }
 
 // startSession starts the session span under ctx's span, if any.
@@ -202,15 +202,19 @@ func (so *sessionObs) sent(n int) {
 
 // end ends the span with the session's end reason and error (run
 // goroutine, once, as it exits).
-func (so *sessionObs) end(err error, closedByUser bool) {
+func (so *sessionObs) end(err error) {
 	if so == nil || so.ended {
 		return
 	}
 	so.ended = true
-	reason := endReason(err, closedByUser)
+	reason := endReason(err)
 	so.span.SetProperty(AttrEndReason, reason)
 	if err != nil && reason != EndCompleted && reason != EndClosed {
 		so.span.SetProperty(AttrErrorType, errorType(err))
+		var mse *ModelStreamError
+		if errors.As(err, &mse) && mse.CloseCode() != 0 {
+			so.span.SetProperty(AttrCloseCode, mse.CloseCode())
+		}
 		so.span.SetStatus(tracing.SpanStatusError)
 	} else {
 		so.span.SetStatus(tracing.SpanStatusOK)
@@ -230,7 +234,7 @@ func (so *sessionObs) end(err error, closedByUser bool) {
 }
 
 // endReason classifies how a session ended.
-func endReason(err error, closedByUser bool) string {
+func endReason(err error) string {
 	var (
 		re  *ResponseError
 		oce *OpenContextError
@@ -242,7 +246,9 @@ func endReason(err error, closedByUser bool) string {
 	switch {
 	case err == nil, err == io.EOF, errors.Is(err, ErrStreamEnded), IsNormalClosure(err):
 		return EndCompleted
-	case closedByUser || errors.Is(err, ErrSessionClosed):
+	case errors.Is(err, ErrSessionClosed):
+		// Only a Close that came before the end was decided: a Close
+		// after a failure (the usual defer) leaves the failure's reason.
 		return EndClosed
 	case errors.As(err, &oce), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return EndContext
@@ -269,4 +275,32 @@ func errorType(err error) string {
 		return ""
 	}
 	return fmt.Sprintf("%T", err)
+}
+
+// meterOrNop creates the instruments the observer uses, falling back to
+// no-op ones when the provider fails to create one, so that recording
+// never meets a nil instrument.
+type meterOrNop struct{ metrics.Meter }
+
+var nopMeter = metrics.NopMeterProvider{}.Meter("")
+
+func (m meterOrNop) Int64Counter(name string, opts ...metrics.InstrumentOption) (metrics.Int64Counter, error) {
+	if c, err := m.Meter.Int64Counter(name, opts...); err == nil && c != nil {
+		return c, nil
+	}
+	return nopMeter.Int64Counter(name)
+}
+
+func (m meterOrNop) Int64UpDownCounter(name string, opts ...metrics.InstrumentOption) (metrics.Int64UpDownCounter, error) {
+	if c, err := m.Meter.Int64UpDownCounter(name, opts...); err == nil && c != nil {
+		return c, nil
+	}
+	return nopMeter.Int64UpDownCounter(name)
+}
+
+func (m meterOrNop) Float64Histogram(name string, opts ...metrics.InstrumentOption) (metrics.Float64Histogram, error) {
+	if h, err := m.Meter.Float64Histogram(name, opts...); err == nil && h != nil {
+		return h, nil
+	}
+	return nopMeter.Float64Histogram(name)
 }

@@ -25,5 +25,5 @@ func TestObservabilityOffByDefault(t *testing.T) {
 	so.received(1)
 	so.response(200)
 	so.retry(1, nil)
-	so.end(nil, false)
+	so.end(nil)
 }

@@ -305,7 +305,7 @@ var errCannotReplay = errors.New("bidi: cannot resend the request: more than Rep
 func (s *Session) run(a *attempt) {
 	defer func() { a.cancel() }()
 	if s.obs != nil {
-		defer func() { s.obs.end(s.endCause(), s.state.userClosed.Load()) }()
+		defer func() { s.obs.end(s.endCause()) }()
 	}
 	for {
 		s.obs.attempt()

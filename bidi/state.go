@@ -67,13 +67,6 @@ type sessionState struct {
 
 func (st *sessionState) init() { st.over = make(chan struct{}) }
 
-// current returns the phase.
-func (st *sessionState) current() phase {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.phase
-}
-
 // advance moves the phase forward to p (never back).
 func (st *sessionState) advance(p phase) {
 	st.mu.Lock()

@@ -158,7 +158,7 @@ func (r *report) print(w io.Writer) {
 		width = max(width, len(kv.Key))
 	}
 	for _, kv := range attrs {
-		fmt.Fprintf(w, "  %-*s = %s\n", width, kv.Key, kv.Value.Emit())
+		fmt.Fprintf(w, "  %-*s = %s\n", width, kv.Key, kv.Value.String())
 	}
 	for _, e := range s.Events {
 		fmt.Fprintf(w, "  event %s\n", strings.TrimSpace(e.Name+" "+braces(e.Attributes, nil)))
@@ -222,7 +222,7 @@ func commonText(ms []metricdata.Metrics) string {
 			var parts []string
 			for _, k := range common {
 				if v, ok := s.DataPoints[0].Attributes.Value(k); ok {
-					parts = append(parts, fmt.Sprintf("%s=%q", k, v.Emit()))
+					parts = append(parts, fmt.Sprintf("%s=%q", k, v.String()))
 				}
 			}
 			return strings.Join(parts, " and ")
@@ -236,7 +236,7 @@ func braces(kvs []attribute.KeyValue, skip []attribute.Key) string {
 	var parts []string
 	for _, kv := range sortedAttrs(kvs) {
 		if !slices.Contains(skip, kv.Key) {
-			parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+			parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 		}
 	}
 	if len(parts) == 0 {

@@ -405,15 +405,6 @@ func (sc *serverConn) ping() {
 	sc.expect("PING ack", func(f frame) bool { return f.Type == http2.FramePing && f.Ack && f.Ping == data })
 }
 
-// rawFrame builds a frame with any header, for frames the Framer refuses
-// to write.
-func rawFrame(typ http2.FrameType, flags http2.Flags, id uint32, payload []byte) []byte {
-	b := make([]byte, 9+len(payload))
-	putFrameHeader(b, len(payload), typ, byte(flags), id)
-	copy(b[9:], payload)
-	return b
-}
-
 // smallBuffers is a socket Control function that shrinks the kernel
 // buffers.
 func smallBuffers(network, address string, c syscall.RawConn) error {

@@ -96,8 +96,8 @@ func TestSpan(t *testing.T) {
 		have[kv.Key] = kv.Value
 	}
 	for k, v := range want {
-		if have[k].Type() != v.Type() || have[k].Emit() != v.Emit() {
-			t.Errorf("attribute %s = %v (%v), want %v (%v)", k, have[k].Emit(), have[k].Type(), v.Emit(), v.Type())
+		if have[k].Type() != v.Type() || have[k].String() != v.String() {
+			t.Errorf("attribute %s = %v (%v), want %v (%v)", k, have[k].String(), have[k].Type(), v.String(), v.Type())
 		}
 	}
 	if len(got.Events) != 2 || got.Events[0].Name != "ev" || got.Events[1].Name != "bare" {
@@ -327,7 +327,7 @@ var (
 func TestAttrKeys(t *testing.T) {
 	kv := attr(point{1, 2}, uint64(1)<<63)
 	if kv.Key != "{1 2}" || kv.Value.Type() != attribute.STRING || kv.Value.AsString() != "9223372036854775808" {
-		t.Errorf("attr = %v %v", kv.Key, kv.Value.Emit())
+		t.Errorf("attr = %v %v", kv.Key, kv.Value.String())
 	}
 	if kvs := attrs(&smithy.Properties{}); kvs != nil {
 		t.Errorf("attrs of no properties = %v", kvs)
