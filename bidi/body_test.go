@@ -284,7 +284,7 @@ func TestEncodePartAllocs(t *testing.T) {
 }
 
 // TestEncodePartContentType: like aws-sdk-go-v2, a part without payload
-// carries no :content-type (WIRE.md §4.1); a part with payload does.
+// carries no :content-type (docs/wire.md §4.1); a part with payload does.
 func TestEncodePartContentType(t *testing.T) {
 	c := &Client{options: Options{Padding: NoPadding{}}}
 	s := &Session{c: c, opts: &c.options}

@@ -194,16 +194,14 @@ type Options struct {
 	// NoPadding{} disables padding.
 	Padding PaddingPolicy
 
-	// PaddingSource supplies the random bytes of the padding, mapped to
-	// printable ASCII. Nil means a fast per-session generator (ChaCha8)
-	// seeded from crypto/rand. A Client's sessions share the reader; the
-	// Client serialises their reads (each asks for at most 4 KiB), so it
-	// need not be safe for concurrent use. A reader given to several
-	// Clients, or used elsewhere too, must be. A Send waiting for another
-	// session's read gives up when its context ends or its session is
-	// closed; a read in progress cannot be interrupted, so a reader that
-	// blocks holds up the Sends that need padding. If it fails, the Send
-	// that needed padding fails with its error (see [Session.Send]).
+	// PaddingSource supplies the random bytes of the padding (mapped to
+	// printable ASCII), for reproducible tests. Nil means a
+	// cryptographically strong generator of each session's own. The
+	// client's sessions share the reader and never read it concurrently
+	// (each read asks for at most 4 KiB), so it need not be safe for
+	// concurrent use unless it is shared beyond this Client. A read that
+	// blocks holds up the Sends that need padding; a read that fails
+	// fails the Send that needed it.
 	PaddingSource io.Reader
 
 	// Now is the clock used for signing. Nil means time.Now. Set it for

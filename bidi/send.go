@@ -44,36 +44,23 @@ func (e *SendInterruptedError) Error() string {
 // Unwrap returns the error that interrupted Send.
 func (e *SendInterruptedError) Unwrap() error { return e.Err }
 
-// Send sends one message to the model. A message larger than
-// Options.MaxPartSize is split into PARTIAL parts ended by a COMPLETE part
-// (the model's container receives one fragmented WebSocket message). Every
-// part carries its DataType and, per Options.Padding, a P header that
-// hides its exact size. m.Data is copied; it is not retained after Send
-// returns.
+// Send sends one message to the model and returns once it is queued:
+// the queue is small (64 KiB, or one larger part), so Send blocks while
+// the service is not reading; ctx bounds that wait. m.Data is copied.
+// Messages larger than Options.MaxPartSize go out as one fragmented
+// message (see [Session.SendPart]); every part is padded per
+// Options.Padding.
 //
-// Send returns once the message is queued for the transport in the
-// session's send queue, which is small (64 KiB, or one larger part): the
-// transport takes from it only as HTTP/2 flow control allows, so when the
-// service does not read, the queue fills and Send blocks; ctx bounds the
-// wait. Nothing is buffered without bound. If ctx ends before the message
-// (for a fragmented one, its first part) is queued, Send returns ctx's
-// error and the session remains usable; if it ends after some of its parts
-// were queued, the half-sent message cannot be withdrawn and the session
-// is aborted with a [*SendInterruptedError]. Other errors (such as a
-// failing Options.PaddingSource) are handled alike: before the first part
-// is queued they leave the session usable, after it they abort it. Once
-// the stream is over, though, Send stops at the next part and returns the
-// reason instead, without aborting (see [SendInterruptedError]). Waiting
-// for Options.PaddingSource while another session reads it is bounded by
-// ctx and by Close like any other wait.
+// Errors: an invalid message ([*InputValidationError]) or a ctx that
+// ends before the message is queued leaves the session usable. A failure
+// after part of a fragmented message was queued cannot be undone: the
+// session is aborted with a [*SendInterruptedError]. After the stream is
+// over, Send returns why: [ErrStreamEnded] for a clean end, the typed
+// cause after a failure (a [*ResponseError], a [*ModelStreamError], ...),
+// [ErrSendClosed] after CloseSend, [ErrSessionClosed] after Close.
 //
-// Send is safe for concurrent use: concurrent calls are serialized (one
-// holds the send lock at a time; waiting for it is bounded by ctx), and
-// one message's parts are never interleaved with another's. After the
-// session has failed, Send returns the cause (for example the
-// [*ResponseError] of a 424 or a mid-stream [*ModelStreamError]); after
-// CloseSend it returns [ErrSendClosed], after Close [ErrSessionClosed], and
-// after the service ended the stream [ErrStreamEnded].
+// Send may be called from several goroutines: calls are serialized, and
+// one message's parts never interleave with another's.
 func (s *Session) Send(ctx context.Context, m Message) error {
 	if err := s.lockSend(ctx); err != nil {
 		return err

@@ -17,12 +17,10 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
 
-// ErrStreamEnded is returned by Send when the service has ended the stream
-// without an error (its response ended cleanly), or, wrapped, when the
-// reason is still behind more undelivered messages than the session reads
-// ahead; Send returns the reason instead once Recv has made the session
-// read up to it. Recv returns the remaining messages and then io.EOF or
-// the reason.
+// ErrStreamEnded is returned (possibly wrapped) by Send once the service
+// has ended the stream: the model will receive nothing more. Recv still
+// returns the messages that came before the end, then io.EOF or the
+// reason the stream ended, which Send reports too once it is known.
 var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 
 // A Session is one bidirectional stream with a SageMaker endpoint, opened

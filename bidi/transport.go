@@ -15,27 +15,21 @@ type HTTPClientOptions struct {
 	// verification off. Only "h2" is offered through ALPN.
 	TLSConfig *tls.Config
 
-	// HealthCheckInterval is how long a connection may stay silent before
-	// an HTTP/2 PING checks the peer. 0 means DefaultHealthCheckInterval;
-	// negative disables health checks.
-	HealthCheckInterval time.Duration
-
-	// HealthCheckTimeout is how long to wait for the PING acknowledgement
-	// before the connection is closed (its sessions fail with an error
-	// matching ErrDeadPeer). 0 means DefaultHealthCheckTimeout.
-	HealthCheckTimeout time.Duration
-
 	// DialContext dials TCP connections; nil means a net.Dialer with a 30 s
 	// timeout and TCP keep-alives.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// NewHTTPClient returns the HTTP client a [Client] uses by default: an
+// NewHTTPClient returns a net/http client for Options.HTTPClient, the
+// escape hatch that takes a Client off its own HTTP/2 engine: an
 // http.Transport that speaks only HTTP/2 (over TLS with ALPN "h2", or
-// prior-knowledge h2c for http:// endpoints), verifies certificates, checks
-// idle connections with PINGs and opens another connection when the
-// server's concurrent-stream limit is reached. Use it to adjust TLS or
-// dialing and pass the result as Options.HTTPClient.
+// prior-knowledge h2c for http:// endpoints), verifies certificates,
+// checks idle connections with PINGs (every DefaultHealthCheckInterval;
+// adjust the returned transport's HTTP2 settings to change it) and opens
+// another connection when the server's concurrent-stream limit is
+// reached. None of the engine's guarantees apply to it (see
+// Options.HTTPClient); it is also the baseline the benchmarks compare
+// the engine with.
 //
 // The client has no overall timeout: a session lives as long as its
 // context. Proxies from the environment are honoured.
@@ -43,12 +37,6 @@ func NewHTTPClient(optFns ...func(*HTTPClientOptions)) *http.Client {
 	var o HTTPClientOptions
 	for _, fn := range optFns {
 		fn(&o)
-	}
-	if o.HealthCheckInterval == 0 {
-		o.HealthCheckInterval = DefaultHealthCheckInterval
-	}
-	if o.HealthCheckTimeout <= 0 {
-		o.HealthCheckTimeout = DefaultHealthCheckTimeout
 	}
 	if o.DialContext == nil {
 		o.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
@@ -68,10 +56,7 @@ func NewHTTPClient(optFns ...func(*HTTPClientOptions)) *http.Client {
 	// The HTTP/2 transport is not strict about MaxConcurrentStreams by
 	// default: past a connection's limit, new streams go to a new
 	// connection instead of waiting.
-	h2 := &http.HTTP2Config{PingTimeout: o.HealthCheckTimeout}
-	if o.HealthCheckInterval > 0 {
-		h2.SendPingTimeout = o.HealthCheckInterval
-	}
+	h2 := &http.HTTP2Config{PingTimeout: DefaultHealthCheckTimeout, SendPingTimeout: DefaultHealthCheckInterval}
 	t := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           o.DialContext,

@@ -28,7 +28,7 @@ func benchPayload(n int) []byte {
 }
 
 // payloadPartHeaders returns the headers of a request PayloadPart event in
-// the order the Go SDK emits them (WIRE.md §4.1).
+// the order the Go SDK emits them (docs/wire.md §4.1).
 func payloadPartHeaders() Headers {
 	return Headers{
 		{Name: "DataType", Value: StringValue("BINARY")},
@@ -126,7 +126,7 @@ func (r *replayReader) Read(p []byte) (int, error) {
 }
 
 // responseStream returns count encoded response PayloadPart events with
-// payloads of n bytes, in the header order of WIRE.md Part D.
+// payloads of n bytes, in the header order of docs/wire.md Part D.
 func responseStream(tb testing.TB, n, count int) []byte {
 	m := &Message{Headers: Headers{
 		{Name: ":event-type", Value: StringValue("PayloadPart")},

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 )
 
-// The published signing vectors of WIRE.md §6.2 and vectors.txt Part A.
+// The published signing vectors of docs/wire.md §6.2 and vectors.txt Part A.
 // Sources: aws/aws-sdk-go-v2 aws/signer/v4/stream_test.go
 // (TestStreamSigner_GetSignature); smithy-lang/smithy-typescript
 // packages/signature-v4/src/SignatureV4.spec.ts ("support event signing");

@@ -24,7 +24,7 @@ import (
 
 // The helpers shared by the tests of package biditest. The tests drive
 // the server with the small raw client below, built from the protocol
-// pieces (WIRE.md §3–4), independent of package bidi's session.
+// pieces (docs/wire.md §3–4), independent of package bidi's session.
 
 const testTimeout = 10 * time.Second
 

@@ -14,7 +14,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
-// The credentials, time and host of the known-answer vectors (WIRE.md
+// The credentials, time and host of the known-answer vectors (docs/wire.md
 // §3.4 uses the same).
 var (
 	kaCreds = aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}

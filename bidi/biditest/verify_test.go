@@ -108,7 +108,7 @@ func TestSessionToken(t *testing.T) {
 }
 
 // TestVerifySeedKnownAnswer checks the seed verification against the signed
-// request of WIRE.md §3.4 (vectors.txt B2).
+// request of docs/wire.md §3.4 (vectors.txt B2).
 func TestVerifySeedKnownAnswer(t *testing.T) {
 	signed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s := NewUnstartedServer(nil)

@@ -9,7 +9,7 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
 
-// The inner message of event 1 in vectors.txt chain 1 (WIRE.md §6.4).
+// The inner message of event 1 in vectors.txt chain 1 (docs/wire.md §6.4).
 const vectorEvent1 = "000000a500000083a9541d15084461746154797065070004555446380f436f6d706c6574696f6e53746174650700075041525449414c0b3a6576656e742d7479706507000b5061796c6f6164506172740d3a6d6573736167652d747970650700056576656e740d3a636f6e74656e742d747970650700186170706c69636174696f6e2f6f637465742d73747265616d7b22696e70757473223a2248656c6c6f227da256813c"
 
 func TestPartHeadersMatchVector(t *testing.T) {
@@ -68,7 +68,7 @@ func TestParsePartDefaultsAndLenient(t *testing.T) {
 }
 
 // TestPartHeadersEmptyPayload: like aws-sdk-go-v2, a part without payload
-// carries no :content-type (WIRE.md §4.1).
+// carries no :content-type (docs/wire.md §4.1).
 func TestPartHeadersEmptyPayload(t *testing.T) {
 	for _, payload := range [][]byte{nil, {}} {
 		p := Part{Bytes: payload, DataType: DataTypeBinary, CompletionState: CompletionComplete, Padding: []byte("pp")}
