@@ -270,16 +270,17 @@ func (d *Decoder) grow(n int) {
 }
 
 // keepBufferLen is the largest buffer a decoder keeps while it waits for
-// input; larger ones go back to bufferPools between messages.
-const keepBufferLen = 16 << 10
+// input (its own small one); larger ones go back to bufferPools between
+// messages.
+const keepBufferLen = minBufferLen
 
 // bufferPools holds decoder buffers larger than keepBufferLen by size
-// class (powers of two, up to 32 MiB), so that decoders carrying large
+// class (powers of two, 8 KiB to 64 MiB), so that decoders carrying large
 // messages reuse buffers instead of each keeping its own.
-var bufferPools [12]sync.Pool // 32 KiB << i
+var bufferPools [14]sync.Pool // 8 KiB << i
 
 func bufferClass(size int) (int, bool) {
-	for i, c := 0, 32<<10; i < len(bufferPools); i, c = i+1, c<<1 {
+	for i, c := 0, 8<<10; i < len(bufferPools); i, c = i+1, c<<1 {
 		if size <= c {
 			return i, true
 		}
@@ -298,7 +299,7 @@ func getBuffer(size int) ([]byte, *[]byte) {
 		return *p, p
 	}
 	p := new([]byte)
-	*p = make([]byte, (32<<10)<<i)
+	*p = make([]byte, (8<<10)<<i)
 	return *p, p
 }
 
