@@ -3,6 +3,7 @@ package transport
 import (
 	"encoding/binary"
 	"io"
+	"runtime"
 	"strings"
 
 	"golang.org/x/net/http2"
@@ -18,6 +19,7 @@ import (
 func (cc *conn) writeLoop() {
 	defer cc.writerExit()
 	var rotation []*Stream // streams whose body may have more ready
+	yielded := false       // the writer yielded once since its last flush
 	scratch := make([]byte, 9+maxDataFramePayloadWritten)
 	for {
 		cc.mu.Lock()
@@ -69,6 +71,15 @@ func (cc *conn) writeLoop() {
 		if !idle {
 			continue
 		}
+		if !yielded && cc.bw.Buffered() > 0 {
+			// Before a flush (a system call), let the goroutines that
+			// are about to queue frames run once: under load their frames
+			// join this write instead of costing one each.
+			yielded = true
+			runtime.Gosched()
+			continue
+		}
+		yielded = false
 		if err := cc.bw.Flush(); err != nil {
 			cc.fail(&ConnError{Cause: err})
 			return
