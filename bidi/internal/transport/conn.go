@@ -119,6 +119,7 @@ func newConn(t *Transport, e endpoint, nc net.Conn) *conn {
 	cc.guard.r = cc.br
 	cc.fr = http2.NewFramer(cc.bw, &cc.guard)
 	cc.fr.SetMaxReadFrameSize(defaultMaxFrameSize)
+	cc.fr.SetReuseFrames() // DATA payloads are copied out before the next read
 	cc.fr.MaxHeaderListSize = DefaultMaxHeaderListSize
 	cc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	cc.henc = hpack.NewEncoder(&cc.hbuf)

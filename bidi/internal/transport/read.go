@@ -17,14 +17,14 @@ func (cc *conn) readLoop() {
 	for {
 		f, err := cc.fr.ReadFrame()
 		cc.guard.n = 0
-		if se := (http2.StreamError{}); errors.As(err, &se) {
-			// A malformed frame on one stream (a bad header field, for
-			// example): the framer's state is intact, so only that
-			// stream is reset.
-			cc.streamError(se.StreamID, se.Code, fmt.Errorf("malformed frame: %v", se))
-			continue
-		}
 		if err != nil {
+			if se, ok := err.(http2.StreamError); ok {
+				// A malformed frame on one stream (a bad header field,
+				// for example): the framer's state is intact, so only
+				// that stream is reset.
+				cc.streamError(se.StreamID, se.Code, fmt.Errorf("malformed frame: %v", se))
+				continue
+			}
 			cc.readError(err)
 			return
 		}

@@ -341,6 +341,19 @@ func (sc *serverConn) handshake(settings ...http2.Setting) {
 	sc.write(func() error { return sc.fr.WriteSettingsAck() })
 }
 
+// handshakeTolerant is handshake for a server whose SETTINGS make the
+// client leave: writes after the SETTINGS may fail.
+func (sc *serverConn) handshakeTolerant(settings ...http2.Setting) {
+	sc.t.Helper()
+	sc.nc.SetReadDeadline(time.Now().Add(frameTimeout))
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(sc.nc, preface); err != nil {
+		sc.fatalf("reading the client preface: %v", err)
+	}
+	sc.write(func() error { return sc.fr.WriteSettings(settings...) })
+	sc.tryWrite(func() error { return sc.fr.WriteSettingsAck() })
+}
+
 // write runs one framer write under the write lock; a failed write ends
 // the script (the client went away).
 func (sc *serverConn) write(w func() error) {
