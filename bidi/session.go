@@ -236,10 +236,15 @@ func (s *Session) sessionErr() error {
 		return ErrSessionClosed
 	}
 	if err := context.Cause(s.ctx); err != nil {
-		if s.state.terminal() == nil {
-			// Nothing but the context given to Open ended the session
-			// (often a caller's defer cancel()): say so.
+		// When nothing but the context given to Open ended the session
+		// (often a caller's defer cancel()), say so, whether or not the
+		// session's goroutine has recorded it yet.
+		var oce *OpenContextError
+		switch t := s.state.terminal(); {
+		case t == nil:
 			return &OpenContextError{Err: err}
+		case errors.As(t, &oce):
+			return t
 		}
 		return err
 	}
