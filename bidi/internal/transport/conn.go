@@ -347,27 +347,16 @@ func (cc *conn) resetStream(s *Stream, code http2.ErrCode) {
 		return
 	}
 	if !s.localDone || !s.remoteDone {
-		if s.headersSent || cc.headersQueuedLocked(s) {
-			cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlReset, s: s, id: s.id, n: uint32(code)})
-			cc.wakeWriter()
-		}
+		// HEADERS were queued when s was registered: written or not yet,
+		// they go out before this reset (the writer keeps the order), so
+		// the server never sees a stream that is left open.
+		cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlReset, s: s, id: s.id, n: uint32(code)})
+		cc.wakeWriter()
 	}
 	s.localDone, s.remoteDone = true, true
 	cc.removeLocked(s)
 	cc.mu.Unlock()
 	cc.p.changed()
-}
-
-// headersQueuedLocked reports whether the HEADERS of s are queued (not yet
-// written). They are still written, so that the stream ID sequence has no
-// gap the server would misread; the reset follows them. cc.mu is held.
-func (cc *conn) headersQueuedLocked(s *Stream) bool {
-	for _, it := range cc.ctrl {
-		if it.kind == ctrlHeaders && it.s == s {
-			return true
-		}
-	}
-	return false
 }
 
 // removeLocked drops s from the conn and frees its slot. cc.mu is held.
