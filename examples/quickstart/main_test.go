@@ -91,6 +91,7 @@ func TestFlags(t *testing.T) {
 func TestManyPrompts(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel() // each seed has its own server and client
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			srv := biditest.NewServer(biditest.DemoModel(&biditest.DemoOptions{Seed: seed, MaxCut: int(4 + 20*(seed-1))}))
