@@ -22,7 +22,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,6 +41,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/echoserver"
 )
 
 const benchServerEnv = "BIDI_BENCH_SERVER"
@@ -74,12 +74,12 @@ func serveBenchmarks() {
 	srv.Start()
 	defer srv.Close()
 
-	raw := httptest.NewUnstartedServer(http.HandlerFunc(rawEcho))
+	raw := httptest.NewUnstartedServer(http.HandlerFunc(echoserver.Raw))
 	raw.EnableHTTP2 = true
 	raw.StartTLS()
 	defer raw.Close()
 
-	ev := httptest.NewUnstartedServer(http.HandlerFunc(eventEcho))
+	ev := httptest.NewUnstartedServer(http.HandlerFunc(echoserver.Event))
 	ev.EnableHTTP2 = true
 	ev.StartTLS()
 	defer ev.Close()
@@ -90,80 +90,12 @@ func serveBenchmarks() {
 	io.Copy(io.Discard, os.Stdin)
 }
 
-// echoBufs recycles the echo handlers' buffers, so that a stream costs
-// the servers no large allocation.
-var echoBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
-
-// rawEcho writes every chunk of the request body back at once.
-func rawEcho(w http.ResponseWriter, r *http.Request) {
-	w.WriteHeader(200)
-	f := w.(http.Flusher)
-	f.Flush()
-	bp := echoBufs.Get().(*[]byte)
-	defer echoBufs.Put(bp)
-	buf := *bp
-	for {
-		n, err := r.Body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
-			}
-			f.Flush()
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// eventEcho is the minimal event-stream echo: it returns the inner
-// message of every complete envelope it has read, all in one write.
-func eventEcho(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
-	w.WriteHeader(200)
-	f := w.(http.Flusher)
-	f.Flush()
-	bufs := [3]*[]byte{echoBufs.Get().(*[]byte), echoBufs.Get().(*[]byte), echoBufs.Get().(*[]byte)}
-	defer func() {
-		for _, b := range bufs {
-			echoBufs.Put(b)
-		}
-	}()
-	chunk, in, out := *bufs[0], (*bufs[1])[:0], (*bufs[2])[:0]
-	for {
-		n, err := r.Body.Read(chunk)
-		in = append(in, chunk[:n]...)
-		out = out[:0]
-		off := 0
-		for len(in)-off >= 12 {
-			total := int(binary.BigEndian.Uint32(in[off:]))
-			if total < 16 || len(in)-off < total {
-				break
-			}
-			env := in[off : off+total]
-			inner := env[12+int(binary.BigEndian.Uint32(env[4:])) : total-4]
-			out = append(out, inner...) // nothing for the end frame
-			off += total
-		}
-		in = in[:copy(in, in[off:])]
-		if len(out) > 0 {
-			if _, werr := w.Write(out); werr != nil {
-				return
-			}
-			f.Flush()
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 var (
 	benchOnce    sync.Once
 	benchInfo    benchServerInfo
 	benchInfoErr error
 	benchBidi    *bidi.Client // against biditest.Echo
-	benchEvent   *bidi.Client // against eventEcho
+	benchEvent   *bidi.Client // against echoserver.Event
 	// benchObserved is benchEvent with no-op tracer and meter providers:
 	// the cost of the instrumentation itself.
 	benchObserved *bidi.Client

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/binary"
 	"encoding/pem"
 	"flag"
 	"fmt"
@@ -20,13 +19,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/net/http2"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/echoserver"
 )
 
 var (
@@ -80,9 +79,9 @@ func serve() {
 		s.StartTLS()
 		return s
 	}
-	event := startHTTPTest(eventEcho)
+	event := startHTTPTest(echoserver.Event)
 	defer event.Close()
-	raw := startHTTPTest(rawEcho)
+	raw := startHTTPTest(echoserver.Raw)
 	defer raw.Close()
 
 	if err := os.MkdirAll(*fDir, 0o755); err != nil {
@@ -139,75 +138,6 @@ func newCert() (tls.Certificate, []byte) {
 		fatalf("%v", err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-// echoBufs recycles the echo handlers' buffers.
-var echoBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
-
-// rawEcho writes every chunk of the request body back at once (the floor
-// of bidi/bench_test.go).
-func rawEcho(w http.ResponseWriter, r *http.Request) {
-	w.WriteHeader(200)
-	f := w.(http.Flusher)
-	f.Flush()
-	bp := echoBufs.Get().(*[]byte)
-	defer echoBufs.Put(bp)
-	buf := *bp
-	for {
-		n, err := r.Body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
-			}
-			f.Flush()
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// eventEcho is bidi/bench_test.go's minimal event-stream echo: it returns
-// the inner message of every complete envelope it has read, all in one
-// write, without checking signatures.
-func eventEcho(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
-	w.WriteHeader(200)
-	f := w.(http.Flusher)
-	f.Flush()
-	bufs := [3]*[]byte{echoBufs.Get().(*[]byte), echoBufs.Get().(*[]byte), echoBufs.Get().(*[]byte)}
-	defer func() {
-		for _, b := range bufs {
-			echoBufs.Put(b)
-		}
-	}()
-	chunk, in, out := *bufs[0], (*bufs[1])[:0], (*bufs[2])[:0]
-	for {
-		n, err := r.Body.Read(chunk)
-		in = append(in, chunk[:n]...)
-		out = out[:0]
-		off := 0
-		for len(in)-off >= 12 {
-			total := int(binary.BigEndian.Uint32(in[off:]))
-			if total < 16 || len(in)-off < total {
-				break
-			}
-			env := in[off : off+total]
-			inner := env[12+int(binary.BigEndian.Uint32(env[4:])) : total-4]
-			out = append(out, inner...) // nothing for the end frame
-			off += total
-		}
-		in = in[:copy(in, in[off:])]
-		if len(out) > 0 {
-			if _, werr := w.Write(out); werr != nil {
-				return
-			}
-			f.Flush()
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // probe prints the SETTINGS the server at -url advertises.
