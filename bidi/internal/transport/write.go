@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -84,10 +85,41 @@ func (cc *conn) writeLoop() {
 			cc.fail(&ConnError{Cause: err})
 			return
 		}
+		lastFlush := time.Now()
 		select {
 		case <-cc.wakeW:
 		case <-cc.done:
 			return
+		}
+		cc.coalesce(lastFlush)
+	}
+}
+
+// coalesceStreams and coalesceWindow shape the writer under many streams:
+// when a connection carries at least coalesceStreams streams and the
+// writer is woken again within coalesceWindow of its last flush, it waits
+// for the rest of the window first, so that the frames of many streams
+// share one write and one wake-up (at most one flush per window, each
+// frame delayed by less than the window). Few streams (a ping-pong, one
+// large transfer) are never delayed.
+const (
+	coalesceStreams = 32
+	coalesceWindow  = 500 * time.Microsecond
+)
+
+func (cc *conn) coalesce(lastFlush time.Time) {
+	cc.mu.Lock()
+	many := cc.slots >= coalesceStreams
+	cc.mu.Unlock()
+	if !many {
+		return
+	}
+	if d := coalesceWindow - time.Since(lastFlush); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-cc.done:
+			t.Stop()
 		}
 	}
 }
