@@ -18,7 +18,9 @@
 //     drains a queue of control frames and the request bodies of all the
 //     connection's streams, round-robin, into one buffered TLS writer that
 //     it flushes only when it has nothing more to write, so that many small
-//     frames cost one system call.
+//     frames cost one system call; on a connection with many streams it
+//     also flushes at most every 500 µs, so that their frames share a
+//     write and a wake-up.
 //   - [Stream] (stream.go) is one request/response exchange. Its request
 //     body is pulled by the writer, never pushed by a goroutine of its own:
 //     the body says when it has bytes ready ([Stream.BodyReady]) and hands
