@@ -92,7 +92,38 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkDecode(t, data)
 		checkDecode(t, fixCRCs(data))
+		checkDiscard(t, fixCRCs(data))
 	})
+}
+
+// checkDiscard decodes data with DiscardPayloadsOver and without: the
+// same messages come out, in the same places, with the payloads over the
+// bound skipped (Discarded reports their length), and the stream ends the
+// same way.
+func checkDiscard(t *testing.T, data []byte) {
+	const bound = 16
+	full := NewDecoder(bytes.NewReader(data))
+	disc := NewDecoder(bytes.NewReader(data), func(o *DecoderOptions) { o.DiscardPayloadsOver = bound })
+	for {
+		fm, ferr := full.Decode()
+		dm, derr := disc.Decode()
+		if (ferr == nil) != (derr == nil) || (ferr == io.EOF) != (derr == io.EOF) {
+			t.Fatalf("with and without discarding: %v vs %v", ferr, derr)
+		}
+		if ferr != nil {
+			return
+		}
+		if full.Offset() != disc.Offset() || len(fm.Headers) != len(dm.Headers) {
+			t.Fatalf("offsets %d/%d, %d/%d headers", full.Offset(), disc.Offset(), len(fm.Headers), len(dm.Headers))
+		}
+		if len(fm.Payload) > bound {
+			if dm.Payload != nil || disc.Discarded() != len(fm.Payload) {
+				t.Fatalf("payload of %d bytes: kept %d, Discarded %d", len(fm.Payload), len(dm.Payload), disc.Discarded())
+			}
+		} else if !bytes.Equal(fm.Payload, dm.Payload) || disc.Discarded() != 0 {
+			t.Fatalf("payload of %d bytes changed by discarding", len(fm.Payload))
+		}
+	}
 }
 
 // checkDecode decodes data to its end and checks every message and error.
