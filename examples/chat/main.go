@@ -67,11 +67,7 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs, o := newFlagSet(stderr)
-	if err := cli.Parse(fs, args); err != nil {
-		return nil, err
-	}
-	if err := o.conn.Check(); err != nil {
-		fmt.Fprintf(stderr, "chat: usage: %v\nRun 'chat -h' for the flags.\n", err)
+	if err := cli.ParseChecked(fs, args, &o.conn); err != nil {
 		return nil, err
 	}
 	o.prompts = fs.Args()

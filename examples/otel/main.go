@@ -77,11 +77,7 @@ Example: otel -endpoint my-endpoint -region us-west-2 -query mode=echo
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs, o := newFlagSet(stderr)
-	if err := cli.Parse(fs, args); err != nil {
-		return nil, err
-	}
-	if err := o.conn.Check(); err != nil {
-		fmt.Fprintf(stderr, "otel: usage: %v\nRun 'otel -h' for the flags.\n", err)
+	if err := cli.ParseChecked(fs, args, &o.conn); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

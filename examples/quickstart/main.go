@@ -71,11 +71,7 @@ Example: quickstart -endpoint my-endpoint -region us-west-2
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs, o := newFlagSet(stderr)
-	if err := cli.Parse(fs, args); err != nil {
-		return nil, err
-	}
-	if err := o.conn.Check(); err != nil {
-		fmt.Fprintf(stderr, "quickstart: usage: %v\nRun 'quickstart -h' for the flags.\n", err)
+	if err := cli.ParseChecked(fs, args, &o.conn); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

@@ -24,9 +24,27 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	case errors.Is(err, flag.ErrHelp):
 		fs.Usage()
 	case err != nil:
-		fmt.Fprintf(out, "%s: usage: %v\nRun '%s -h' for the flags.\n", fs.Name(), err, fs.Name())
+		usageError(fs, err)
 	}
 	return err
+}
+
+// ParseChecked is Parse followed by conn.Check, whose error it reports
+// to fs's output the way Parse reports a bad flag.
+func ParseChecked(fs *flag.FlagSet, args []string, conn *Flags) error {
+	if err := Parse(fs, args); err != nil {
+		return err
+	}
+	if err := conn.Check(); err != nil {
+		usageError(fs, err)
+		return err
+	}
+	return nil
+}
+
+// usageError prints err and a pointer to -h, not the whole help.
+func usageError(fs *flag.FlagSet, err error) {
+	fmt.Fprintf(fs.Output(), "%s: usage: %v\nRun '%s -h' for the flags.\n", fs.Name(), err, fs.Name())
 }
 
 // FlagError is a flag value a program rejects before any I/O, with a
