@@ -3,7 +3,6 @@ package bidi
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
@@ -11,23 +10,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 )
 
 // retryBaseDelay is the first backoff step of a retried open.
 const retryBaseDelay = 50 * time.Millisecond
 
 // backoff returns the full-jitter delay before attempt n+1 after n failed
-// attempts: uniform in [0, min(maxDelay, base·2^(n-1))].
+// attempts: uniform in [0, min(maxDelay, base·2^(n-1))], the engine's
+// backoff with retryBaseDelay.
 func backoff(n int, maxDelay time.Duration) time.Duration {
-	ceil := retryBaseDelay
-	for i := 1; i < n && ceil < maxDelay; i++ {
-		ceil *= 2
-	}
-	ceil = min(ceil, maxDelay)
-	if ceil <= 0 {
-		return 0
-	}
-	return rand.N(ceil + 1)
+	return transport.Backoff(n, retryBaseDelay, maxDelay)
 }
 
 // sleepCtx waits for d or until ctx is done; it reports whether the full
