@@ -284,7 +284,7 @@ func (b *reqBody) Read(dst []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for {
-		if n, err, ok := b.readLocked(dst); ok {
+		if n, ok, err := b.readLocked(dst); ok {
 			return n, err
 		}
 		wake, dead := b.wakeCh, b.dead
@@ -320,49 +320,49 @@ func (b *reqBody) ReadNow(dst []byte) (int, error) {
 	p := b.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n, err, _ := b.readLocked(dst)
+	n, _, err := b.readLocked(dst)
 	return n, err
 }
 
 // readLocked is one step of Read: ok is false when there is nothing to
 // read yet. p.mu is held.
-func (b *reqBody) readLocked(dst []byte) (n int, err error, ok bool) {
+func (b *reqBody) readLocked(dst []byte) (n int, ok bool, err error) {
 	p := b.p
 	p.markDispatchedLocked()
 	switch {
 	case b.killed:
-		return 0, errBodyDone, true
+		return 0, true, errBodyDone
 	case p.err != nil:
-		return 0, p.err, true
+		return 0, true, p.err
 	case len(b.rest) > 0:
 		n := copy(dst, b.rest)
 		b.rest = b.rest[n:]
 		if len(b.rest) > 0 {
-			return n, nil, true
+			return n, true, nil
 		}
 		b.releaseEnv()
 		if b.restPart {
 			p.sent++
 			p.taken()
-			return n, nil, true
+			return n, true, nil
 		}
-		return n, io.EOF, true // the end frame
+		return n, true, io.EOF // the end frame
 	case b.endSent:
-		return 0, io.EOF, true
+		return 0, true, io.EOF
 	case p.sent < len(p.ends):
 		n, err := b.readParts(dst)
-		return n, err, true
+		return n, true, err
 	case p.ended:
 		b.endSent = true
 		if len(dst) >= envelopeOverhead {
-			return len(b.signer.AppendEnd(dst[:0])), io.EOF, true
+			return len(b.signer.AppendEnd(dst[:0])), true, io.EOF
 		}
 		b.env = b.signer.AppendEnd(b.env[:0])
 		n := copy(dst, b.env)
 		b.rest, b.restPart = b.env[n:], false
-		return n, nil, true
+		return n, true, nil
 	}
-	return 0, nil, false
+	return 0, false, nil
 }
 
 // releaseEnv gives the envelope buffer back to envPool once its bytes
