@@ -35,6 +35,7 @@ type StreamError struct {
 	Cause    error // why this side reset it; nil if Remote
 }
 
+// Error says who reset the stream and why.
 func (e *StreamError) Error() string {
 	if e.Remote {
 		return fmt.Sprintf("stream %d reset by the server: %v", e.StreamID, e.Code)
@@ -63,6 +64,7 @@ type ConnError struct {
 	Cause  error
 }
 
+// Error says how the connection ended.
 func (e *ConnError) Error() string {
 	switch {
 	case e.Remote && e.Reason != "":
@@ -77,6 +79,7 @@ func (e *ConnError) Error() string {
 	return fmt.Sprintf("connection error %v: %s", e.Code, e.Reason)
 }
 
+// Unwrap returns the I/O error or sentinel behind the failure, if any.
 func (e *ConnError) Unwrap() error { return e.Cause }
 
 // refusedError is the error of a stream that the server never processed.

@@ -54,6 +54,7 @@ type FlagError struct {
 	Msg  string
 }
 
+// Error names the flag and what is wrong with its value.
 func (e *FlagError) Error() string { return "-" + e.Flag + " " + e.Msg }
 
 // The patterns of the service model (Smithy model
