@@ -76,6 +76,7 @@ func TestStreamRefusedBounded(t *testing.T) {
 		o.RetryMaxAttempts = 1
 		o.RetryMaxBackoff = 1 // keep the backoff between refusals short
 	})
+	defer c.CloseIdleConnections() // the refusing server keeps the connection open
 	ctx := testCtx(t)
 	_, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep", AwaitResponse: true})
 	var sre *bidi.StreamRefusedError
