@@ -37,6 +37,16 @@ func (l ctxLock) Lock(ctx context.Context, stop1, stop2 <-chan struct{}) error {
 	}
 }
 
+// TryLock takes the lock if it is free and reports whether it did.
+func (l ctxLock) TryLock() bool {
+	select {
+	case l <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
 // LockAlways takes the lock, waiting as long as it takes.
 func (l ctxLock) LockAlways() { l <- struct{}{} }
 

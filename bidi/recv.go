@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/smithy-go/logging"
 
@@ -24,7 +25,8 @@ var ErrMalformedResponse = errors.New("bidi: malformed response stream")
 
 // recvItem is one received PayloadPart, or the in-band end of the stream.
 type recvItem struct {
-	data     []byte // owned copy; nil when empty or oversize
+	data     []byte // the payload: aliases the decoder's buffer unless owned
+	owned    bool   // data is a copy of its own
 	size     int
 	typ      DataType
 	complete bool
@@ -48,10 +50,8 @@ type recvItem struct {
 // skipped.
 //
 // ctx bounds only this call: when it ends, Recv returns ctx's error and the
-// session is unaffected (a partly reassembled message is kept for the next
-// call). The session reads the response in its own goroutine, a bounded
-// number of messages ahead of Recv, so a cancelled Recv leaves nothing
-// behind. Recv may run concurrently with Send; see [Session] for the rules.
+// session is unaffected (a partly received message is kept for the next
+// call). Recv may run concurrently with Send; see [Session] for the rules.
 func (s *Session) Recv(ctx context.Context) (Message, error) {
 	if err := s.lockRecv(ctx); err != nil {
 		return Message{}, err
@@ -68,7 +68,11 @@ func (s *Session) Recv(ctx context.Context) (Message, error) {
 			return Message{}, &MessageTooLargeError{Limit: int64(s.maxMessage)}
 		}
 		if it.complete && !s.asm.partial() {
-			return Message{Data: it.data, Type: it.typ}, nil
+			data := it.data
+			if !it.owned {
+				data = ownedCopy(data)
+			}
+			return Message{Data: data, Type: it.typ}, nil
 		}
 		m, done, err := s.asm.add(Part{Data: it.data, Type: it.typ, Complete: it.complete})
 		if err != nil || done {
@@ -95,14 +99,110 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 	if it.oversize {
 		return Part{}, &MessageTooLargeError{Limit: int64(s.maxMessage)}
 	}
-	return Part{Data: it.data, Type: it.typ, Complete: it.complete}, nil
+	data := it.data
+	if !it.owned {
+		data = ownedCopy(data)
+	}
+	return Part{Data: data, Type: it.typ, Complete: it.complete}, nil
+}
+
+// ownedCopy returns a copy of b, nil when b is empty.
+func ownedCopy(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	c := make([]byte, len(b))
+	copy(c, b)
+	return c
 }
 
 func (s *Session) lockRecv(ctx context.Context) error {
 	return s.recvLock.Lock(ctx, nil, nil)
 }
 
-func (s *Session) unlockRecv() { s.recvLock.Unlock() }
+// receiver reads the response stream for Recv. Its fields are guarded by
+// the session's recvLock, except src and dec, which the run goroutine
+// sets before it closes respReady, and the wake-up fields, which are
+// safe for concurrent use.
+//
+// Whoever holds recvLock decodes. A Recv that finds nothing buffered
+// waits in nextItem with waiting set, and the stream's notification
+// (notify, called by the connection's read loop) wakes it directly: it
+// decodes the bytes on its own goroutine, with nothing in between. When
+// no Recv waits, the notification wakes the session goroutine instead,
+// which decodes ahead into owned copies (readAhead), at most
+// recvQueueItems parts or recvQueueBytes, so that the end of the stream,
+// or a model error on it, reaches Send without waiting for Recv. Beyond
+// that, HTTP/2 flow control holds the service back.
+type receiver struct {
+	src  respSource
+	dec  *eventstream.Decoder
+	part wire.Part
+
+	// ahead holds the items decoded ahead of Recv, owned copies, to be
+	// returned before anything else; aheadBytes counts their payloads.
+	ahead      []recvItem
+	aheadBytes int
+
+	waiting  atomic.Bool   // a Recv waits in nextItem for bytes
+	recvWake chan struct{} // cap 1: wakes that Recv
+	bgWake   chan struct{} // cap 1: wakes the session goroutine (readAhead)
+	missed   atomic.Bool   // readAhead found recvLock taken: retry at unlock
+}
+
+// respSource is the response body as the receiver reads it: without
+// waiting, with a notification when to try again. The engine's
+// *transport.Stream is one; pumpSource adapts net/http's bodies.
+type respSource interface {
+	// ReadNow copies ready bytes into p without blocking. It returns 0,
+	// nil when nothing is ready, io.EOF after the last byte and the
+	// stream's error once it failed.
+	ReadNow(p []byte) (int, error)
+	// SetNotify makes the source call f, which must not block, when
+	// ReadNow may have more to return.
+	SetNotify(f func())
+	// Done is closed when the stream is over (ended or failed): every
+	// byte it will ever return is buffered.
+	Done() <-chan struct{}
+	Close() error
+}
+
+// nonBlocking is the decoder's view of a respSource: nothing ready is
+// eventstream.ErrWouldBlock.
+type nonBlocking struct{ src respSource }
+
+func (r nonBlocking) Read(p []byte) (int, error) {
+	n, err := r.src.ReadNow(p)
+	if n == 0 && err == nil {
+		return 0, eventstream.ErrWouldBlock
+	}
+	return n, err
+}
+
+// startReceiving makes src the response stream Recv reads. It is called
+// by the run goroutine before respReady is closed.
+func (s *Session) startReceiving(src respSource) {
+	r := &s.rx
+	r.src = src
+	r.recvWake = make(chan struct{}, 1)
+	r.bgWake = make(chan struct{}, 1)
+	// Payloads over MaxMessageSize are skipped as they stream, never
+	// buffered: what the session holds is bounded by its limit, not by
+	// the format's 24 MiB.
+	r.dec = eventstream.NewDecoder(nonBlocking{src}, func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
+	src.SetNotify(s.notify)
+	signal(r.bgWake) // bytes may have come with the response head
+}
+
+// notify is called by the response stream when it may have more to
+// read: it wakes the waiting Recv, if any, else the session goroutine.
+func (s *Session) notify() {
+	if s.rx.waiting.Load() {
+		signal(s.rx.recvWake)
+	} else {
+		signal(s.rx.bgWake)
+	}
+}
 
 // nextItem returns the next received part, or the terminal error. The
 // receive lock is held.
@@ -113,101 +213,121 @@ func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 	if s.recvErr != nil {
 		return recvItem{}, s.recvErr
 	}
-	var it recvItem
-	select {
-	case it = <-s.recvQ:
-	default:
-		select {
-		case it = <-s.recvQ:
-		case <-ctx.Done():
-			return recvItem{}, ctx.Err()
-		case <-s.ctx.Done():
-			select {
-			case it = <-s.recvQ:
-			default:
-				s.recvErr = s.sessionErr()
-				return recvItem{}, s.recvErr
-			}
-		}
-	}
-	if s.state.userClosed.Load() {
-		return recvItem{}, ErrSessionClosed
-	}
-	if it.err != nil {
-		err := it.err
-		if err == io.EOF && s.midMessage {
-			err = fmt.Errorf("bidi: stream ended inside a message: %w", io.ErrUnexpectedEOF)
-		}
-		s.recvErr = err
-		return recvItem{}, err
-	}
-	s.midMessage = !it.complete
-	s.queued.Add(-int64(it.size))
-	select {
-	case s.recvSpace <- struct{}{}:
-	default:
-	}
-	return it, nil
-}
-
-// readLoop decodes the response stream into recvQ until it ends, fails or
-// the session is cancelled. It runs on the session's goroutine.
-func (s *Session) readLoop(body io.ReadCloser, reqBody *reqBody) {
-	defer body.Close()
-	// Payloads over MaxMessageSize are skipped as they stream, never
-	// buffered: what the session holds is bounded by its limit, not by
-	// the format's 24 MiB.
-	dec := eventstream.NewDecoder(body, func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
-	r := &respReader{s: s, dec: dec, dead: deadOf(reqBody)}
-	for {
-		it := r.next()
-		if it.err != nil {
-			s.endRecv(it.err, r)
-			return
-		}
-		if !s.push(it, r) {
-			return
-		}
-	}
-}
-
-// respReader decodes the response stream for readLoop, on the session's
-// goroutine.
-type respReader struct {
-	s    *Session
-	dec  *eventstream.Decoder
-	part wire.Part
-
-	// dead is closed when the transport stops taking the request body;
-	// nil once that was handled.
-	dead <-chan struct{}
-
-	// ahead holds the items decoded past the queue's bounds after the
-	// transport stopped taking the request body (see transportStopped),
-	// to be queued before anything else is decoded.
-	ahead []recvItem
-}
-
-// next returns the next item to queue: a part, or the terminal item (err
-// set: io.EOF for a clean end, else the stream's error).
-func (r *respReader) next() recvItem {
+	r := &s.rx
 	if len(r.ahead) > 0 {
 		it := r.ahead[0]
 		r.ahead[0] = recvItem{}
 		r.ahead = r.ahead[1:]
-		return it
+		r.aheadBytes -= it.size
+		if len(r.ahead) == 0 {
+			r.ahead = nil
+		}
+		return s.deliver(it)
 	}
-	return r.decode()
+	if err := s.awaitStream(ctx); err != nil {
+		return recvItem{}, err
+	}
+	r.waiting.Store(true)
+	defer func() {
+		r.waiting.Store(false)
+		select {
+		case <-r.recvWake:
+			// Bytes arrived while this call decoded: unless the next
+			// Recv comes, the session goroutine reads them ahead.
+			r.missed.Store(true)
+		default:
+		}
+	}()
+	for {
+		// A notification after waiting was set wakes this call; one
+		// before it went to the session goroutine, which cannot take
+		// the lock: this decode sees those bytes.
+		it, blocked := s.decode()
+		if !blocked {
+			return s.deliver(it)
+		}
+		select {
+		case <-r.recvWake:
+		case <-ctx.Done():
+			return recvItem{}, ctx.Err()
+		case <-s.ctx.Done():
+			if it, blocked := s.decode(); !blocked {
+				return s.deliver(it)
+			}
+			s.recvErr = s.sessionErr()
+			return recvItem{}, s.recvErr
+		}
+	}
 }
 
-// decode reads the next part or terminal item from the stream, skipping
-// the events this client does not know.
-func (r *respReader) decode() recvItem {
-	s := r.s
+// unlockRecv releases the receive lock; if the session goroutine found
+// it taken meanwhile, it is woken to look again.
+func (s *Session) unlockRecv() {
+	s.recvLock.Unlock()
+	if s.rx.missed.Swap(false) {
+		signal(s.rx.bgWake)
+	}
+}
+
+// awaitStream waits until the response stream can be read: the model
+// answered. It returns why not if the session ended first, or ctx's
+// error. The receive lock is held.
+func (s *Session) awaitStream(ctx context.Context) error {
+	select {
+	case <-s.respReady:
+	default:
+		select {
+		case <-s.respReady:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.ctx.Done():
+			select {
+			case <-s.respReady:
+			default:
+				s.recvErr = s.sessionErr()
+				return s.recvErr
+			}
+		}
+	}
+	if s.rx.src == nil {
+		s.recvErr = s.sessionErr()
+		return s.recvErr
+	}
+	return nil
+}
+
+// deliver hands item it to Recv: a part, or the stream's end, which is
+// sticky and ends the session (its context is cancelled with the cause).
+func (s *Session) deliver(it recvItem) (recvItem, error) {
+	if s.state.userClosed.Load() {
+		return recvItem{}, ErrSessionClosed
+	}
+	if it.err == nil {
+		s.midMessage = !it.complete
+		return it, nil
+	}
+	err := it.err
+	if err == io.EOF && s.midMessage {
+		err = fmt.Errorf("bidi: stream ended inside a message: %w", io.ErrUnexpectedEOF)
+	}
+	s.recvErr = err
+	s.cancel(terminalSendError(it.err))
+	return recvItem{}, err
+}
+
+// decode decodes the next part or the terminal item from what the stream
+// has buffered, skipping the events this client does not know. blocked
+// reports that the next item has not fully arrived yet. The receive lock
+// is held.
+func (s *Session) decode() (it recvItem, blocked bool) {
+	r := &s.rx
 	for {
 		m, err := r.dec.Decode()
+		if err == eventstream.ErrWouldBlock {
+			return recvItem{}, true
+		}
 		if err != nil {
-			return recvItem{err: s.decodeError(err)}
+			return s.streamEnded(s.decodeError(err)), false
 		}
 		switch wire.Classify(m) {
 		case wire.KindPayloadPart:
@@ -215,25 +335,27 @@ func (r *respReader) decode() recvItem {
 			if r.dec.Discarded() > 0 {
 				it.oversize, it.size, it.data = true, 0, nil
 			}
-			return it
+			s.lastRecv.Store(monotonic())
+			s.obs.received(it.size)
+			return it, false
 		case wire.KindException:
-			return recvItem{err: exceptionError(wire.String(m, wire.ExceptionTypeHeader), m.Payload)}
+			return s.streamEnded(exceptionError(wire.String(m, wire.ExceptionTypeHeader), m.Payload)), false
 		case wire.KindError:
-			return recvItem{err: errorMessageError(wire.String(m, wire.ErrorCodeHeader), wire.String(m, wire.ErrorMessageHeader))}
+			return s.streamEnded(errorMessageError(wire.String(m, wire.ErrorCodeHeader), wire.String(m, wire.ErrorMessageHeader))), false
 		case wire.KindUnknownEvent, wire.KindUnknown:
 			// Forward compatibility: new event types do not break the
 			// stream. The type names are not sensitive.
 			s.logf(logging.Debug, "bidi: skipping %s message %q of type %q", wire.String(m, wire.MessageTypeHeader), wire.String(m, wire.EventTypeHeader), wire.String(m, wire.ExceptionTypeHeader))
 		default:
-			return recvItem{err: fmt.Errorf("%w: message without :message-type", ErrMalformedResponse)}
+			return s.streamEnded(fmt.Errorf("%w: message without :message-type", ErrMalformedResponse)), false
 		}
 	}
 }
 
-// partItem returns the queue item for PayloadPart m, parsed into p. As a
-// client must (docs/wire.md §2.3), it does not enforce the model's constraints
-// on what it receives: a DataType other than UTF8 is binary, a
-// CompletionState other than PARTIAL complete.
+// partItem returns the item for PayloadPart m, parsed into p; its data
+// aliases m's payload. As a client must (docs/wire.md §2.3), it does not
+// enforce the model's constraints on what it receives: a DataType other
+// than UTF8 is binary, a CompletionState other than PARTIAL complete.
 func (s *Session) partItem(m *eventstream.Message, p *wire.Part) recvItem {
 	wire.ParsePart(m, p)
 	if !p.Valid() {
@@ -246,8 +368,7 @@ func (s *Session) partItem(m *eventstream.Message, p *wire.Part) recvItem {
 	if len(p.Bytes) > s.maxMessage {
 		it.oversize, it.size = true, 0
 	} else if len(p.Bytes) > 0 {
-		it.data = make([]byte, len(p.Bytes))
-		copy(it.data, p.Bytes)
+		it.data = p.Bytes
 	}
 	return it
 }
@@ -264,96 +385,84 @@ func partShape(p *wire.Part) string {
 	return typ + " " + state
 }
 
-// push queues a part (or the terminal item) for Recv, waiting while the
-// queue is full. It returns false when the session is cancelled.
-func (s *Session) push(it recvItem, r *respReader) bool {
-	if q := s.queued.Load(); q > 0 && q+int64(it.size) > recvQueueBytes {
-		if !s.waitSpace(int64(it.size), r) {
-			return false
+// streamEnded records that the response stream ended with err (io.EOF
+// for a clean end) and returns the terminal item: Send fails at once,
+// Recv after the messages before it. If the session was closed or failed
+// meanwhile, that cause stands.
+func (s *Session) streamEnded(err error) recvItem {
+	if s.ctx.Err() == nil {
+		s.end(terminalSendError(err), phaseEnded, endDefinite)
+		if s.c.logOn {
+			s.logf(logging.Debug, "bidi: response stream of endpoint %q ended: %s", s.input.EndpointName, errorCode(err))
 		}
 	}
-	s.queued.Add(int64(it.size))
-	s.lastRecv.Store(monotonic())
-	if it.err == nil {
-		s.obs.received(it.size)
-	}
-	select {
-	case s.recvQ <- it:
-		return true
-	default:
-	}
+	return recvItem{err: err}
+}
+
+// watch is the session goroutine's last job once the model answered: it
+// reads ahead when no Recv waits (readAhead), and once the stream is over
+// (every byte of it buffered) looks further for its end; then it waits
+// for the session to end.
+func (s *Session) watch() {
 	for {
 		select {
-		case s.recvQ <- it:
-			return true
+		case <-s.rx.bgWake:
+			// If a Recv holds the lock, missed makes it wake this
+			// goroutine again when it lets go (unlockRecv).
+			s.rx.missed.Store(true)
+			if s.recvLock.TryLock() {
+				s.rx.missed.Store(false)
+				s.readAheadLocked(false)
+				s.recvLock.Unlock()
+			}
+		case <-s.rx.src.Done():
+			if s.recvLock.Lock(s.ctx, nil, nil) == nil {
+				s.readAheadLocked(true)
+				s.unlockRecv()
+			}
+			<-s.ctx.Done()
+			return
 		case <-s.ctx.Done():
-			return false
-		case <-r.dead:
-			r.transportStopped()
-		}
-	}
-}
-
-// waitSpace waits until Recv has drained the queue enough for size more
-// bytes (or entirely, for a large part).
-func (s *Session) waitSpace(size int64, r *respReader) bool {
-	for q := s.queued.Load(); q > 0 && q+size > recvQueueBytes; q = s.queued.Load() {
-		select {
-		case <-s.recvSpace:
-		case <-s.ctx.Done():
-			return false
-		case <-r.dead:
-			r.transportStopped()
-		}
-	}
-	return true
-}
-
-// deadOf returns the channel closed when b ends (nil for no body).
-func deadOf(b *reqBody) <-chan struct{} {
-	if b == nil {
-		return nil
-	}
-	return b.dead
-}
-
-// transportStopped is called when the transport stopped taking the
-// request body while the reader is held up by undelivered messages. The
-// stream is then over (the transport stops the body when the response
-// has ended or the stream is reset), but its end, or the reason for it,
-// is queued behind those messages. So that Send reports the reason
-// without waiting for Recv, the reader looks ahead, decoding at most
-// recvQueueItems parts, and no more once they reach recvQueueBytes: since
-// a part's size is known only once it is decoded, the last one may cross
-// that bound, so the look-ahead holds less than recvQueueBytes plus one
-// part (at most MaxMessageSize; a larger one is not kept). If the end is
-// further, Send gets a provisional ErrStreamEnded, which the reason
-// replaces once it is decoded.
-func (r *respReader) transportStopped() {
-	r.dead = nil
-	s := r.s
-	if s.sendClosedHint() {
-		return
-	}
-	var size int
-	for len(r.ahead) < recvQueueItems && size < recvQueueBytes {
-		it := r.decode()
-		r.ahead = append(r.ahead, it)
-		if it.err != nil {
-			s.end(terminalSendError(it.err), phaseEnded, endDefinite)
 			return
 		}
-		size += it.size
 	}
-	s.end(fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded), phaseEnded, endProvisional)
 }
 
-// sendClosedHint reports whether CloseSend was called. It is only a hint
-// (read without the send lock) and errs on the side of false.
-func (s *Session) sendClosedHint() bool {
-	s.pipe.mu.Lock()
-	defer s.pipe.mu.Unlock()
-	return s.pipe.ended
+// readAheadLocked decodes, as owned copies, what the stream has buffered
+// that Recv has not taken, up to the terminal item, recvQueueItems items
+// or recvQueueBytes: since a part's size is known only once it is
+// decoded, the last one may cross that bound, so the items hold less than
+// recvQueueBytes plus one part (at most MaxMessageSize; a larger one is
+// not kept). Once the stream is over (final), it may decode as much again
+// to find the end; if the end is further still, Send gets a provisional
+// ErrStreamEnded, which the reason replaces once Recv decodes it. The
+// terminal item ends the session's context, as Recv returning it would.
+// The receive lock is held.
+func (s *Session) readAheadLocked(final bool) {
+	r := &s.rx
+	if s.recvErr != nil || (len(r.ahead) > 0 && r.ahead[len(r.ahead)-1].err != nil) {
+		return // the end is decoded already
+	}
+	maxItems, maxBytes := recvQueueItems, recvQueueBytes
+	if final {
+		maxItems, maxBytes = 2*maxItems, 2*maxBytes
+	}
+	for len(r.ahead) < maxItems && r.aheadBytes < maxBytes {
+		it, blocked := s.decode()
+		if blocked {
+			return
+		}
+		it.data, it.owned = ownedCopy(it.data), true
+		r.ahead = append(r.ahead, it)
+		if it.err != nil {
+			s.cancel(terminalSendError(it.err))
+			return
+		}
+		r.aheadBytes += it.size
+	}
+	if final {
+		s.end(fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded), phaseEnded, endProvisional)
+	}
 }
 
 // terminalSendError returns what Send reports after the response stream
@@ -363,26 +472,6 @@ func terminalSendError(err error) error {
 		return ErrStreamEnded
 	}
 	return err
-}
-
-// endRecv ends the response stream with err (io.EOF for a clean end):
-// Send fails at once, Recv after the queued messages.
-func (s *Session) endRecv(err error, r *respReader) {
-	if s.ctx.Err() != nil {
-		return // closed or failed: the cause is already set
-	}
-	// Nothing follows the terminal item: while it waits for room in the
-	// queue, the transport stopping must not make the reader look ahead
-	// past it (transportStopped).
-	r.dead = nil
-	cause := terminalSendError(err)
-	s.end(cause, phaseEnded, endDefinite)
-	if s.c.logOn {
-		s.logf(logging.Debug, "bidi: response stream of endpoint %q ended: %s", s.input.EndpointName, errorCode(err))
-	}
-	if s.push(recvItem{err: err}, r) {
-		s.cancel(cause)
-	}
 }
 
 // decodeError maps a Decode error to the session's terms.

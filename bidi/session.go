@@ -40,14 +40,15 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // Flow and memory: Send copies each part into a send queue of at most 64
 // KiB (or one larger part) from which the HTTP/2 transport takes parts as
 // flow control allows, so a service that does not read makes Send block.
-// On the receiving side the session queues at most 32 parts or 1 MiB (or
-// one larger part) ahead of Recv, and holds one more part while it waits
-// for room, then leaves the rest to HTTP/2 flow control; a reassembled
-// message is bounded by Options.MaxMessageSize, and so is every part kept
-// in memory. Once the service has ended the stream, the session reads up
-// to 32 parts further, to find the reason it ended and report it through
-// Send without waiting for Recv; it stops once they reach 1 MiB, so they
-// hold less than 1 MiB plus one part.
+// Recv decodes the response on the caller's goroutine, straight from what
+// the connection has buffered for the stream; what the service can send
+// ahead of Recv is bounded by the stream's HTTP/2 receive window (1 MiB).
+// While no Recv is waiting, the session decodes at most 32 parts or 1 MiB
+// (or one larger part) ahead, so that the model's error or the end of the
+// stream reaches Send without waiting for Recv; once the service has
+// ended the stream, it decodes up to 32 parts further to find the reason,
+// and stops once they reach 1 MiB more. A reassembled message is bounded
+// by Options.MaxMessageSize, and so is every part kept in memory.
 //
 // Ending the request: CloseSend refuses, with [ErrMessageInProgress], to
 // end the request while a message begun with SendPart is incomplete, and
@@ -58,9 +59,9 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // Lifetime: a session ends when the service ends the stream, when it
 // fails, when the context given to Open is cancelled, or when Close is
 // called. A session runs one goroutine of its own (it waits for the
-// response, retries the open when allowed and reads the response stream);
-// its request body is written by its connection's shared writer, so an
-// idle session costs that one goroutine. Close or the cancellation
+// response, retries the open when allowed, then reads ahead only while no
+// Recv waits); its request body is written by its connection's shared
+// writer, so an idle session costs that one goroutine. Close or the cancellation
 // unblocks every pending Send, Recv and Response, resets the HTTP/2 stream
 // and makes that goroutine exit. The phases a session goes through are
 // described at [phase] (state.go). After a failure, Send and Recv return
@@ -105,17 +106,14 @@ type Session struct {
 	respReady chan struct{}
 	resp      *Response
 
-	// Receive side: the run goroutine decodes the response stream into
-	// recvQ (bounded by count and recvQueueBytes; queued counts its
-	// bytes, recvSpace signals room). recvLock guards the fields below it.
-	recvQ      chan recvItem
-	queued     atomic.Int64
-	recvSpace  chan struct{}
+	// Receive side: Recv decodes the response stream itself (see
+	// receiver). recvLock guards the fields below it, except lastRecv.
 	recvLock   ctxLock
+	rx         receiver
 	asm        *reassembler
-	lastRecv   atomic.Int64 // monotonic time of the last part received (run goroutine)
+	lastRecv   atomic.Int64 // monotonic time of the last part decoded
 	recvErr    error        // sticky terminal receive error
-	midMessage bool         // the last part received was PARTIAL
+	midMessage bool         // the last part delivered was PARTIAL
 	maxMessage int
 
 	// stream is the current attempt's engine stream (nil before it, and
@@ -132,11 +130,9 @@ type Session struct {
 	releaseRetry func(error) error // the retry token of the last retry, if any
 }
 
-// recvQueueItems and recvQueueBytes bound the messages the session reads
-// ahead of Recv (a part larger than recvQueueBytes is queued alone). Beyond
-// them the session stops reading and HTTP/2 flow control holds the service
-// back. The look-ahead after the stream ended (transportStopped) uses the
-// same bounds, the byte bound being checked before each part is decoded.
+// recvQueueItems and recvQueueBytes bound what the session decodes ahead
+// of Recv (see readAheadLocked), the byte bound being checked before each
+// part is decoded; once the stream is over, twice as much.
 const (
 	recvQueueItems = 32
 	recvQueueBytes = 1 << 20
@@ -151,8 +147,6 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 		sendLock:   newCtxLock(),
 		maxPart:    c.options.MaxPartSize,
 		respReady:  make(chan struct{}),
-		recvQ:      make(chan recvItem, recvQueueItems),
-		recvSpace:  make(chan struct{}, 1),
 		recvLock:   newCtxLock(),
 		asm:        newReassembler(c.options.MaxMessageSize),
 		maxMessage: c.options.MaxMessageSize,
@@ -303,8 +297,8 @@ func (s *Session) newAttempt(n int) (*attempt, error) {
 var errCannotReplay = errors.New("bidi: cannot resend the request: more than ReplayLimit bytes were sent")
 
 // run sends the request, retries the open on transient errors, publishes
-// the response headers and then reads the response stream into recvQ. It
-// is the session's own goroutine.
+// the response headers and the stream Recv reads, and then watches for
+// the stream's end (watchEnd). It is the session's own goroutine.
 func (s *Session) run(a *attempt) {
 	defer func() { a.cancel() }()
 	if s.obs != nil {
@@ -356,6 +350,12 @@ func (s *Session) run(a *attempt) {
 		}
 		// The model has answered: never retry from here on.
 		s.pipe.stopReplay()
+		src, ok := resp.Body.(respSource)
+		if !ok {
+			src = newPumpSource(resp.Body)
+		}
+		defer src.Close()
+		s.startReceiving(src)
 		s.resp = responseOf(resp)
 		s.obs.response(resp.StatusCode)
 		s.state.advance(phaseStreaming)
@@ -363,7 +363,7 @@ func (s *Session) run(a *attempt) {
 		if s.c.logOn {
 			s.logf(logging.Debug, "bidi: session with endpoint %q answered: HTTP %d after %d attempt(s)", s.input.EndpointName, resp.StatusCode, a.n)
 		}
-		s.readLoop(resp.Body, s.pipe.current())
+		s.watch()
 		return
 	}
 }

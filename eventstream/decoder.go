@@ -54,7 +54,8 @@ type Decoder struct {
 	offset int64 // stream offset of buf[start]
 	err    error // sticky read error
 
-	hdr       []byte  // header block of a message whose payload is discarded
+	hdr       []byte // header block of a message whose payload is discarded
+	skip      skipState
 	discarded int     // payload length discarded by the last Decode
 	reuse     int     // 1 + size class of the buffer last given back, or 0
 	pooled    *[]byte // bufferPools handle of buf, if buf is pooled
@@ -86,6 +87,7 @@ func (d *Decoder) Reset(r io.Reader) {
 	d.start, d.end = 0, 0
 	d.offset = 0
 	d.err = nil
+	d.skip = skipState{}
 	d.msg.Reset()
 }
 
@@ -97,8 +99,14 @@ func (d *Decoder) Offset() int64 { return d.offset }
 // cleanly between messages, and an error wrapping io.ErrUnexpectedEOF when
 // it ends inside one. Limit violations, CRC mismatches and malformed
 // headers are returned as typed errors; after such an error the stream is
-// no longer framed and the decoder should be discarded or Reset.
+// no longer framed and the decoder should be discarded or Reset. When the
+// reader returns [ErrWouldBlock], so does Decode, and the next call
+// resumes where this one stopped.
 func (d *Decoder) Decode() (*Message, error) {
+	d.discarded = 0
+	if d.skip.active {
+		return d.skipPayload()
+	}
 	if err := d.fill(preludeLen); err != nil {
 		if err == io.EOF && d.end == d.start {
 			return nil, io.EOF
@@ -110,7 +118,6 @@ func (d *Decoder) Decode() (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.discarded = 0
 	if lim := d.opts.DiscardPayloadsOver; lim > 0 && total-Overhead-headersLen > lim {
 		return d.decodeDiscarding(total, headersLen)
 	}
@@ -126,7 +133,12 @@ func (d *Decoder) Decode() (*Message, error) {
 	return &d.msg, nil
 }
 
+// truncated wraps a read error met inside a message (ErrWouldBlock is
+// returned as is: the message is only incomplete so far).
 func (d *Decoder) truncated(err error) error {
+	if err == ErrWouldBlock {
+		return err
+	}
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return fmt.Errorf("eventstream: stream ended inside a message at offset %d (%d of its bytes read): %w", d.offset, d.end-d.start, io.ErrUnexpectedEOF)
 	}
@@ -140,9 +152,18 @@ func (d *Decoder) truncated(err error) error {
 // (see DecoderOptions.DiscardPayloadsOver), or 0.
 func (d *Decoder) Discarded() int { return d.discarded }
 
-// decodeDiscarding decodes a message whose payload is skipped: the
-// prelude and headers are buffered, the payload and message CRC stream
-// through the buffer, checksummed.
+// skipState is the progress through a message whose payload is being
+// discarded, kept across Decode calls that return ErrWouldBlock.
+type skipState struct {
+	active bool
+	total  int    // the message's length
+	remain int    // payload bytes still to skip (the CRC follows)
+	crc    uint32 // running CRC of the bytes consumed so far
+}
+
+// decodeDiscarding starts a message whose payload is skipped: the prelude
+// and headers are buffered, then the payload and message CRC stream
+// through the buffer, checksummed (skipPayload).
 func (d *Decoder) decodeDiscarding(total, headersLen int) (*Message, error) {
 	head := preludeLen + headersLen
 	if err := d.fill(head); err != nil {
@@ -151,27 +172,34 @@ func (d *Decoder) decodeDiscarding(total, headersLen int) (*Message, error) {
 	crc := crc32.Update(0, crcTable, d.buf[d.start:d.start+head])
 	d.hdr = append(d.hdr[:0], d.buf[d.start+preludeLen:d.start+head]...)
 	d.start += head
-	consumed := head
-	for remain := total - head - 4; remain > 0; {
+	d.skip = skipState{active: true, total: total, remain: total - head - 4, crc: crc}
+	return d.skipPayload()
+}
+
+// skipPayload streams the rest of a discarded message's payload through
+// the buffer and checks the message CRC.
+func (d *Decoder) skipPayload() (*Message, error) {
+	sk := &d.skip
+	consumed := func() int64 { return int64(sk.total - 4 - sk.remain) }
+	for sk.remain > 0 {
 		if d.end == d.start {
 			if err := d.fill(1); err != nil {
-				d.offset += int64(consumed)
-				return nil, d.truncated(err)
+				return nil, d.skipFailed(err, consumed())
 			}
 		}
-		n := min(remain, d.end-d.start)
-		crc = crc32.Update(crc, crcTable, d.buf[d.start:d.start+n])
+		n := min(sk.remain, d.end-d.start)
+		sk.crc = crc32.Update(sk.crc, crcTable, d.buf[d.start:d.start+n])
 		d.start += n
-		remain -= n
-		consumed += n
+		sk.remain -= n
 	}
 	if err := d.fill(4); err != nil {
-		d.offset += int64(consumed)
-		return nil, d.truncated(err)
+		return nil, d.skipFailed(err, consumed())
 	}
 	want := binary.BigEndian.Uint32(d.buf[d.start:])
 	d.start += 4
-	d.offset += int64(total)
+	d.offset += int64(sk.total)
+	crc, total := sk.crc, sk.total
+	*sk = skipState{}
 	if crc != want {
 		return nil, &ChecksumError{Checksum: MessageChecksum, Want: want, Got: crc}
 	}
@@ -181,8 +209,19 @@ func (d *Decoder) decodeDiscarding(total, headersLen int) (*Message, error) {
 		return nil, err
 	}
 	d.msg.Payload = nil
-	d.discarded = total - head - 4
+	d.discarded = total - preludeLen - len(d.hdr) - 4
 	return &d.msg, nil
+}
+
+// skipFailed ends a discarded message cut by err after consumed of its
+// bytes; with ErrWouldBlock it is only paused.
+func (d *Decoder) skipFailed(err error, consumed int64) error {
+	if err == ErrWouldBlock {
+		return err
+	}
+	d.skip = skipState{}
+	d.offset += consumed
+	return d.truncated(err)
 }
 
 // minBufferLen is the initial size of a decoder's buffer.
@@ -223,6 +262,12 @@ func (d *Decoder) fill(n int) error {
 		}
 		m, err := d.r.Read(d.buf[d.end:])
 		d.end += m
+		if err == ErrWouldBlock {
+			if d.end-d.start >= n {
+				return nil
+			}
+			return err
+		}
 		if err != nil {
 			d.err = err
 			if d.end-d.start >= n {

@@ -35,6 +35,13 @@ var (
 
 	// ErrStreamEnded reports an envelope received after the end frame.
 	ErrStreamEnded = errors.New("eventstream: message after end of stream")
+
+	// ErrWouldBlock is returned by the reader of a [Decoder] that does not
+	// wait for input (a non-blocking source) when none is ready. Decode
+	// then returns ErrWouldBlock itself, unwrapped, and keeps what it had
+	// read: a later Decode, once input is ready, resumes the same message.
+	// Unlike other read errors it is not retained.
+	ErrWouldBlock = errors.New("eventstream: no input ready")
 )
 
 // LengthError reports a length or count that breaks a limit. It matches

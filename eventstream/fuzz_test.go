@@ -93,6 +93,7 @@ func FuzzDecode(f *testing.F) {
 		checkDecode(t, data)
 		checkDecode(t, fixCRCs(data))
 		checkDiscard(t, fixCRCs(data))
+		checkResume(t, fixCRCs(data), 1+len(data)%13)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/net/http2"
 )
@@ -77,6 +78,7 @@ type Stream struct {
 	eof        bool  // END_STREAM received
 	err        error // terminal error; reads fail with it once rbuf is empty
 	notify     chan struct{}
+	notifyFn   atomic.Pointer[func()] // see SetNotify
 	doneClosed bool
 	respClosed bool
 }
@@ -134,29 +136,47 @@ func (s *Stream) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	for {
-		s.mu.Lock()
-		if s.rbuf.len() > 0 {
-			n := s.rbuf.read(p)
-			inc := s.consumedLocked(int32(n))
-			s.mu.Unlock()
-			if inc > 0 {
-				s.cc.queueWindowUpdate(s, uint32(inc))
-			}
-			return n, nil
+		if n, err := s.ReadNow(p); n > 0 || err != nil {
+			return n, err
 		}
-		switch {
-		case s.err != nil:
-			err := s.err
-			s.mu.Unlock()
-			return 0, err
-		case s.eof:
-			s.mu.Unlock()
-			return 0, io.EOF
-		}
-		s.mu.Unlock()
 		<-s.notify
 	}
 }
+
+// ReadNow is Read without waiting: it returns 0, nil when no byte, end or
+// error is ready yet. The function given to SetNotify is called when that
+// may have changed.
+func (s *Stream) ReadNow(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.mu.Lock()
+	if s.rbuf.len() > 0 {
+		n := s.rbuf.read(p)
+		inc := s.consumedLocked(int32(n))
+		s.mu.Unlock()
+		if inc > 0 {
+			s.cc.queueWindowUpdate(s, uint32(inc))
+		}
+		return n, nil
+	}
+	defer s.mu.Unlock()
+	switch {
+	case s.err != nil:
+		return 0, s.err
+	case s.eof:
+		return 0, io.EOF
+	}
+	return 0, nil
+}
+
+// SetNotify makes the stream call f whenever bytes, the end or an error
+// may have become ready for ReadNow, instead of waking Read: a reader
+// that does not block in Read decides whom to wake. f is called from the
+// connection's read loop and other goroutines, with no lock held; it
+// must not block. Calls may be spurious, and data may be ready already
+// when SetNotify is called.
+func (s *Stream) SetNotify(f func()) { s.notifyFn.Store(&f) }
 
 // consumedLocked records n bytes read and returns the window increment to
 // send, if the unacknowledged bytes reached a quarter of the window.
@@ -176,6 +196,10 @@ func (s *Stream) consumedLocked(n int32) int32 {
 }
 
 func (s *Stream) wake() {
+	if f := s.notifyFn.Load(); f != nil {
+		(*f)()
+		return
+	}
 	select {
 	case s.notify <- struct{}{}:
 	default:
