@@ -31,6 +31,7 @@ type conn struct {
 	br    *bufio.Reader
 	guard frameGuard    // between br and the framer; owned by the read loop
 	bw    *bufio.Writer // owned by the writer (by the handshake before)
+	cork  *corkedConn   // under TLS, nil for h2c; corked by the writer
 	fr    *http2.Framer
 	henc  *hpack.Encoder // owned by the writer
 	hbuf  bytes.Buffer   // owned by the writer

@@ -80,13 +80,16 @@ func (t *Transport) dialConn(ctx context.Context, e endpoint) (*conn, error) {
 	raw := nc // nc becomes the TLS connection; the deadline is the TCP one's
 	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
+	var cork *corkedConn
 	if e.scheme == "https" {
-		nc, err = t.handshakeTLS(ctx, nc, e)
+		cork = &corkedConn{Conn: nc}
+		nc, err = t.handshakeTLS(ctx, cork, e)
 		if err != nil {
 			return nil, err
 		}
 	}
 	cc := newConn(t, e, nc)
+	cc.cork = cork
 	if err := cc.handshake(); err != nil {
 		nc.Close()
 		if ctx.Err() != nil {

@@ -21,8 +21,13 @@ func (cc *conn) writeLoop() {
 	defer cc.writerExit()
 	var rotation []*Stream // streams whose body may have more ready
 	yielded := false       // the writer yielded once since its last flush
+	batching := false      // the TCP connection under TLS is corked
 	scratch := make([]byte, 9+maxDataFramePayloadWritten)
 	for {
+		if !batching && cc.cork != nil {
+			cc.cork.cork()
+			batching = true
+		}
 		cc.mu.Lock()
 		ctrl := cc.ctrl
 		cc.ctrl = cc.ctrlSpare[:0]
@@ -59,7 +64,7 @@ func (cc *conn) writeLoop() {
 		cc.readySpare = ready[:0]
 		cc.mu.Unlock()
 		if closeAfter {
-			cc.bw.Flush()
+			cc.flush()
 			cc.fail(ErrClosed)
 			return
 		}
@@ -80,8 +85,8 @@ func (cc *conn) writeLoop() {
 			runtime.Gosched()
 			continue
 		}
-		yielded = false
-		if err := cc.bw.Flush(); err != nil {
+		yielded, batching = false, false
+		if err := cc.flush(); err != nil {
 			cc.fail(&ConnError{Cause: err})
 			return
 		}
@@ -93,6 +98,17 @@ func (cc *conn) writeLoop() {
 		}
 		cc.coalesce(lastFlush)
 	}
+}
+
+// flush writes what the writer has buffered and ends a corked batch.
+func (cc *conn) flush() error {
+	err := cc.bw.Flush()
+	if cc.cork != nil {
+		if uerr := cc.cork.uncork(); err == nil {
+			err = uerr
+		}
+	}
+	return err
 }
 
 // coalesceStreams and coalesceWindow shape the writer under many streams:

@@ -1,0 +1,76 @@
+package transport
+
+import (
+	"net"
+	"sync"
+)
+
+// corkLimit is how much a corked connection holds before it writes
+// anyway.
+const corkLimit = 256 << 10
+
+// corkedConn is the TCP connection under TLS. crypto/tls writes each
+// record (at most 16 KiB of payload) with a system call of its own; while
+// the connection's writer produces a batch of frames, the connection is
+// corked and the records collect here, to go out in one system call when
+// the writer flushes (or every corkLimit bytes). Writes from elsewhere
+// (the TLS handshake, alerts, a key update answered by the read loop) go
+// straight through unless they come during a batch, in which case they
+// join it in order.
+type corkedConn struct {
+	net.Conn
+
+	mu     sync.Mutex // guards the fields below and serialises writes
+	corked bool
+	buf    []byte
+	err    error // sticky write error of a corked batch
+}
+
+// Write implements net.Conn.
+func (c *corkedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.corked {
+		return c.Conn.Write(p)
+	}
+	if c.err != nil {
+		return 0, c.err
+	}
+	c.buf = append(c.buf, p...)
+	if len(c.buf) >= corkLimit {
+		if err := c.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// cork starts a batch.
+func (c *corkedConn) cork() {
+	c.mu.Lock()
+	c.corked = true
+	c.mu.Unlock()
+}
+
+// uncork ends the batch: what it holds is written now.
+func (c *corkedConn) uncork() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.corked = false
+	return c.flushLocked()
+}
+
+func (c *corkedConn) flushLocked() error {
+	if c.err != nil {
+		return c.err
+	}
+	if len(c.buf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.buf)
+	c.buf = c.buf[:0]
+	if err != nil {
+		c.err = err
+	}
+	return err
+}
