@@ -1,7 +1,9 @@
 package bidi
 
-// splitter cuts one Message into the parts Send puts on the wire: PARTIAL
-// parts of exactly max bytes followed by one COMPLETE part with the rest.
+// splitter cuts one Message into the parts Send puts on the wire: a
+// message of at most max bytes is one COMPLETE part; a larger one is
+// PARTIAL parts of exactly cut bytes (max unless set by withCut) followed
+// by one COMPLETE part with the rest.
 // An empty message is a single COMPLETE part with no payload. Part.Data
 // aliases the message's Data; nothing is copied or allocated.
 //
@@ -11,6 +13,7 @@ type splitter struct {
 	rest []byte
 	typ  DataType
 	max  int
+	cut  int
 	done bool
 }
 
@@ -20,7 +23,31 @@ func newSplitter(m Message, maxPart int) splitter {
 	if maxPart <= 0 {
 		maxPart = DefaultMaxPartSize
 	}
-	return splitter{rest: m.Data, typ: m.Type, max: maxPart}
+	return splitter{rest: m.Data, typ: m.Type, max: maxPart, cut: maxPart}
+}
+
+// withCut returns s cutting PARTIAL parts of cut bytes (1 ≤ cut ≤ max).
+func (s splitter) withCut(cut int) splitter {
+	s.cut = min(max(cut, 1), s.max)
+	return s
+}
+
+// partialCut returns the payload size of the PARTIAL parts of a message
+// fragmented at maxPart bytes under padding policy p: maxPart, or
+// maxPart-1 when that puts fewer bytes on the wire per payload byte. With
+// BucketPadding, a part of exactly a bucket's size (64 KiB, the default)
+// needs a bucket more for its one byte of padding, 12.5% of padding, which
+// one payload byte less avoids.
+func partialCut(maxPart int, p PaddingPolicy) int {
+	if maxPart < 2 {
+		return maxPart
+	}
+	a, b := maxPart, maxPart-1
+	wa, wb := a+padLen(p, a), b+padLen(p, b)
+	if wb*a < wa*b {
+		return b
+	}
+	return a
 }
 
 // next returns the next part, or ok=false after the COMPLETE part.
@@ -29,8 +56,8 @@ func (s *splitter) next() (p Part, ok bool) {
 		return Part{}, false
 	}
 	if len(s.rest) > s.max {
-		p = Part{Data: s.rest[:s.max:s.max], Type: s.typ}
-		s.rest = s.rest[s.max:]
+		p = Part{Data: s.rest[:s.cut:s.cut], Type: s.typ}
+		s.rest = s.rest[s.cut:]
 		return p, true
 	}
 	s.done = true

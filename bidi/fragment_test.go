@@ -314,3 +314,47 @@ func TestReassemblerLargeHandOff(t *testing.T) {
 		t.Fatal("handed-over message modified by the next message")
 	}
 }
+
+// TestPartialCut: PARTIAL parts carry one byte less than MaxPartSize when
+// that saves padding (a 64 KiB part would pad to 72 KiB under
+// BucketPadding, 65,535 bytes pad to 64 KiB), and MaxPartSize otherwise;
+// a message of MaxPartSize bytes is still one part.
+func TestPartialCut(t *testing.T) {
+	for _, tc := range []struct {
+		max  int
+		p    PaddingPolicy
+		want int
+	}{
+		{DefaultMaxPartSize, nil, DefaultMaxPartSize - 1},
+		{DefaultMaxPartSize, BucketPadding{}, DefaultMaxPartSize - 1},
+		{1 << 10, nil, 1<<10 - 1},
+		{8, nil, 8}, // 8 and 7 bytes both pad to 64: keep 8
+		{1000, nil, 1000},
+		{DefaultMaxPartSize, NoPadding{}, DefaultMaxPartSize},
+		{DefaultMaxPartSize, FixedBucket(4096), DefaultMaxPartSize - 1},
+		{1, nil, 1},
+	} {
+		if got := partialCut(tc.max, tc.p); got != tc.want {
+			t.Errorf("partialCut(%d, %T) = %d, want %d", tc.max, tc.p, got, tc.want)
+		}
+		cut := partialCut(tc.max, tc.p)
+		wire := func(n int) int { return n + padLen(tc.p, n) }
+		if wire(cut)*tc.max > wire(tc.max)*cut {
+			t.Errorf("max %d: cut %d costs more wire per payload byte", tc.max, cut)
+		}
+	}
+	const max = DefaultMaxPartSize
+	for _, n := range []int{max, max + 1, 3*max + 7} {
+		s := newSplitter(Message{Data: make([]byte, n)}, max).withCut(partialCut(max, nil))
+		var sizes []int
+		for p, ok := s.next(); ok; p, ok = s.next() {
+			sizes = append(sizes, len(p.Data))
+			if !p.Complete && len(p.Data) != max-1 || p.Complete && len(p.Data) > max {
+				t.Fatalf("n=%d: part of %d bytes (complete %v)", n, len(p.Data), p.Complete)
+			}
+		}
+		if n == max && len(sizes) != 1 {
+			t.Fatalf("a message of MaxPartSize bytes took %d parts", len(sizes))
+		}
+	}
+}

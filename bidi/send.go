@@ -78,7 +78,7 @@ func (s *Session) Send(ctx context.Context, m Message) error {
 	if m.Type == DataTypeUTF8 && !utf8.Valid(m.Data) {
 		return invalidUTF8("Message.Data")
 	}
-	sp := newSplitter(m, s.maxPart)
+	sp := newSplitter(m, s.maxPart).withCut(s.partCut)
 	first := true
 	for p, ok := sp.next(); ok; p, ok = sp.next() {
 		if err := s.sendPart(ctx, p, !first); err != nil {
@@ -120,7 +120,7 @@ func (s *Session) SendPart(ctx context.Context, p Part) error {
 	if s.partType == DataTypeUTF8 && !text.check(p.Data, p.Complete) {
 		return invalidUTF8("Part.Data")
 	}
-	sp := newSplitter(Message{Data: p.Data, Type: p.Type}, s.maxPart)
+	sp := newSplitter(Message{Data: p.Data, Type: p.Type}, s.maxPart).withCut(s.partCut)
 	first := true
 	for q, ok := sp.next(); ok; q, ok = sp.next() {
 		q.Complete = q.Complete && p.Complete

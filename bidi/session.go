@@ -93,6 +93,7 @@ type Session struct {
 	partType   DataType   // that message's type (its first part's)
 	partText   utf8Stream // for a UTF8 one, the UTF-8 check across its parts
 	maxPart    int
+	partCut    int // payload of PARTIAL parts (partialCut)
 	hdrs       eventstream.Headers
 	msg        eventstream.Message
 	pad        []byte
@@ -154,6 +155,7 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 	if s.maxPart <= 0 {
 		s.maxPart = DefaultMaxPartSize
 	}
+	s.partCut = partialCut(s.maxPart, c.options.Padding)
 	if s.maxMessage <= 0 {
 		s.maxMessage = DefaultMaxMessageSize
 	}
