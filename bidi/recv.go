@@ -57,6 +57,7 @@ func (s *Session) Recv(ctx context.Context) (Message, error) {
 		return Message{}, err
 	}
 	defer s.unlockRecv()
+	defer s.rx.shrink()
 	for {
 		it, err := s.nextItem(ctx)
 		if err != nil {
@@ -92,6 +93,7 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 		return Part{}, err
 	}
 	defer s.unlockRecv()
+	defer s.rx.shrink()
 	it, err := s.nextItem(ctx)
 	if err != nil {
 		return Part{}, err
@@ -165,6 +167,16 @@ type respSource interface {
 	// byte it will ever return is buffered.
 	Done() <-chan struct{}
 	Close() error
+}
+
+// shrink lets the decoder give a large buffer back once what it decoded
+// was copied out, so that an idle session holds none. The receive lock
+// is held.
+func (r *receiver) shrink() {
+	if r.dec != nil {
+		r.part = wire.Part{} // it aliases the decoder's buffer
+		r.dec.Shrink()
+	}
 }
 
 // nonBlocking is the decoder's view of a respSource: nothing ready is
@@ -443,6 +455,7 @@ func (s *Session) readAheadLocked(final bool) {
 	if s.recvErr != nil || (len(r.ahead) > 0 && r.ahead[len(r.ahead)-1].err != nil) {
 		return // the end is decoded already
 	}
+	defer r.shrink()
 	maxItems, maxBytes := recvQueueItems, recvQueueBytes
 	if final {
 		maxItems, maxBytes = 2*maxItems, 2*maxBytes

@@ -148,6 +148,32 @@ func (d *Decoder) truncated(err error) error {
 	return err
 }
 
+// Shrink gives the decoder's buffer back to a shared pool if it is larger
+// than the small one an idle decoder keeps and holds no unread input, so
+// that a decoder waiting between messages holds little memory whatever it
+// carried before. The Message last returned by Decode is invalid after
+// it. A decoder reading from a blocking source does this itself before
+// it waits; one reading from a non-blocking source (see [ErrWouldBlock])
+// may call Shrink once the caller is done with the message.
+func (d *Decoder) Shrink() {
+	if d.start != d.end || len(d.buf) <= keepBufferLen {
+		return
+	}
+	// The last message aliases the buffer: drop every reference to it,
+	// header values beyond the slice's length included, or it would
+	// outlive its pool.
+	h := d.msg.Headers[:cap(d.msg.Headers)]
+	clear(h)
+	d.msg.Headers, d.msg.Payload = h[:0], nil
+	d.reuse, _ = bufferClass(len(d.buf))
+	d.reuse++
+	d.putBuffer()
+	if d.small == nil {
+		d.small = make([]byte, minBufferLen)
+	}
+	d.buf, d.start, d.end = d.small, 0, 0
+}
+
 // Discarded returns the length of the payload the last Decode skipped
 // (see DecoderOptions.DiscardPayloadsOver), or 0.
 func (d *Decoder) Discarded() int { return d.discarded }
@@ -242,20 +268,12 @@ func (d *Decoder) fill(n int) error {
 		d.end = copy(d.buf, d.buf[d.start:d.end])
 		d.start = 0
 	}
-	if d.start == d.end && len(d.buf) > keepBufferLen {
-		// Nothing buffered and a large buffer: give it back before a
-		// read that may block for long, and read into the decoder's own
-		// small buffer, so that an idle decoder holds minBufferLen,
-		// whatever it carried before. A large message later takes a
-		// pooled buffer of the same class again (grow).
-		d.reuse, _ = bufferClass(len(d.buf))
-		d.reuse++
-		d.putBuffer()
-		if d.small == nil {
-			d.small = make([]byte, minBufferLen)
-		}
-		d.buf, d.start, d.end = d.small, 0, 0
-	}
+	// Nothing buffered and a large buffer: give it back before a read
+	// that may block for long, and read into the decoder's own small
+	// buffer, so that an idle decoder holds minBufferLen, whatever it
+	// carried before. A large message later takes a pooled buffer of the
+	// same class again (grow).
+	d.Shrink()
 	for empty := 0; d.end-d.start < n; {
 		if d.end == len(d.buf) {
 			d.grow(n)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
+	"weak"
 )
 
 // stutterReader is a non-blocking source: it hands out its data a few
@@ -99,4 +101,75 @@ func TestDecodeResumes(t *testing.T) {
 	if n != 6 || sr.blocks < len(stream) {
 		t.Fatalf("%d messages, %d blocks for %d bytes", n, sr.blocks, len(stream))
 	}
+}
+
+// TestShrink: after a large message from a non-blocking source, Shrink
+// leaves the decoder with its small buffer (nothing unread is dropped:
+// with input pending it does nothing), and the next message decodes.
+func TestShrink(t *testing.T) {
+	var stream []byte
+	for _, n := range []int{100 << 10, 10} {
+		m := Message{Headers: Headers{{Name: "n", Value: Int32Value(int32(n))}}, Payload: bytes.Repeat([]byte{7}, n)}
+		stream, _ = AppendMessage(stream, &m)
+	}
+	first, _ := AppendMessage(nil, &Message{Headers: Headers{{Name: "n", Value: Int32Value(100 << 10)}}, Payload: bytes.Repeat([]byte{7}, 100<<10)})
+	sr := &stutterReader{data: stream[:len(first)], step: 1 << 20}
+	d := NewDecoder(sr)
+	var m *Message
+	var err error
+	for m, err = d.Decode(); err == ErrWouldBlock; m, err = d.Decode() {
+	}
+	if err != nil || len(m.Payload) != 100<<10 || len(d.buf) <= keepBufferLen {
+		t.Fatalf("first message: %v, buffer %d", err, len(d.buf))
+	}
+	d.Shrink()
+	if len(d.buf) > keepBufferLen {
+		t.Fatalf("buffer of %d bytes after Shrink", len(d.buf))
+	}
+	sr.data = stream[len(first):]
+	for m, err = d.Decode(); err == ErrWouldBlock; m, err = d.Decode() {
+	}
+	if err != nil || len(m.Payload) != 10 {
+		t.Fatalf("second message: %v", err)
+	}
+
+	// With unread input, Shrink keeps the buffer.
+	d = NewDecoder(bytes.NewReader(append(bytes.Clone(first), stream[len(first):len(first)+5]...)))
+	if _, err := d.Decode(); err != nil {
+		t.Fatal(err)
+	}
+	size := len(d.buf)
+	d.Shrink()
+	if d.end-d.start != 5 || len(d.buf) != size {
+		t.Fatalf("Shrink with 5 unread bytes: %d unread, buffer %d → %d", d.end-d.start, size, len(d.buf))
+	}
+}
+
+// TestShrinkDropsReferences: once Shrink gave the buffer back, nothing in
+// the decoder keeps it alive (the last message's payload and header
+// values alias it): when its pool lets it go, it is collected.
+func TestShrinkDropsReferences(t *testing.T) {
+	m := Message{
+		Headers: Headers{{Name: "s", Value: StringValue("a header value that aliases the buffer")}, {Name: "b", Value: BytesValue([]byte("bytes"))}},
+		Payload: bytes.Repeat([]byte{1}, 200<<10),
+	}
+	frame, _ := AppendMessage(nil, &m)
+	d := NewDecoder(&stutterReader{data: frame, step: 1 << 20})
+	var got *Message
+	var err error
+	for got, err = d.Decode(); err == ErrWouldBlock; got, err = d.Decode() {
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	wp := weak.Make(&got.Payload[0])
+	got = nil
+	d.Shrink()
+	for range 3 { // the pool keeps its buffers for up to two collections
+		runtime.GC()
+	}
+	if wp.Value() != nil {
+		t.Fatal("the decoder's large buffer is still reachable after Shrink")
+	}
+	runtime.KeepAlive(d)
 }
