@@ -124,7 +124,7 @@ type sessionObs struct {
 	start time.Time
 
 	answered bool // owned by the run goroutine
-	gotFirst bool // owned by the run goroutine
+	gotFirst bool // guarded by the session's recvLock
 	ended    bool // owned by the run goroutine (end is called there once)
 }
 
@@ -176,7 +176,8 @@ func (so *sessionObs) response(status int) {
 	so.o.callDuration.Record(so.ctx, time.Since(so.start).Seconds(), so.o.baseRecordOpt...)
 }
 
-// received records a PayloadPart of n bytes (run goroutine).
+// received records a PayloadPart of n bytes decoded (under the session's
+// recvLock).
 func (so *sessionObs) received(n int) {
 	if so == nil {
 		return
