@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/testexit"
 )
 
 // These tests run bidicat as a user does: the binary, built once by
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
-	os.Exit(code)
+	testexit.Exit(code)
 }
 
 // result is what one run of the binary produced.

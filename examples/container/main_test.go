@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/testexit"
 )
 
 // TestUsage checks that -h shows every flag in use and explains the
@@ -37,14 +38,14 @@ func TestUsage(t *testing.T) {
 }
 
 // TestMain runs the program itself when the tests re-execute their binary
-// (see TestSignals).
+// (see TestSignals), and the tests otherwise (see package testexit).
 func TestMain(m *testing.M) {
 	if os.Getenv("CONTAINER_TEST_MAIN") == "1" {
 		os.Args = []string{"container", "-addr", "127.0.0.1:0"}
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	testexit.Exit(m.Run())
 }
 
 // lockedBuffer collects the program's output for polling.
@@ -78,7 +79,7 @@ func TestSignals(t *testing.T) {
 	}{{os.Interrupt, 130}, {syscall.SIGTERM, 0}} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "CONTAINER_TEST_MAIN=1")
+			cmd.Env = append(testexit.Environ(), "CONTAINER_TEST_MAIN=1")
 			stderr, err := cmd.StderrPipe()
 			if err != nil {
 				t.Fatal(err)

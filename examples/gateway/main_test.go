@@ -24,17 +24,18 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/container/model"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/testexit"
 )
 
 // TestMain runs the program itself when the tests re-execute their binary
-// (see TestSignals).
+// (see TestSignals), and the tests otherwise (see package testexit).
 func TestMain(m *testing.M) {
 	if os.Getenv("GATEWAY_TEST_MAIN") == "1" {
 		os.Args = append([]string{"gateway"}, strings.Fields(os.Getenv("GATEWAY_TEST_ARGS"))...)
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	testexit.Exit(m.Run())
 }
 
 const (
@@ -220,7 +221,7 @@ func TestSignals(t *testing.T) {
 	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "GATEWAY_TEST_MAIN=1",
+			cmd.Env = append(testexit.Environ(), "GATEWAY_TEST_MAIN=1",
 				"GATEWAY_TEST_ARGS=-addr 127.0.0.1:0 -h2c -accept-any-signature -container ws://127.0.0.1:1 -health-timeout 100ms")
 			stderr, err := cmd.StderrPipe()
 			if err != nil {
