@@ -108,7 +108,10 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	t.Run("sessions", func(t *testing.T) {
 		rc := newRawContainer(t)
 		url := sampleContainer(t, model.Options{})
-		g := startGateway(t, url)
+		// The deaf and the blocked sessions' containers never answer
+		// the close: each Close waits out CloseTimeout.
+		shortClose := func(c *bridge.Config) { c.CloseTimeout = 200 * time.Millisecond }
+		g := startGateway(t, url, shortClose)
 		c := g.client(t)
 		ctx := testContext(t)
 
@@ -127,7 +130,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		// client that does not read.
 		open(t, c, bidi.OpenInput{ModelQueryString: "mode=echo"}).Send(ctx, bidi.Text("idle"))
 		open(t, c, bidi.OpenInput{ModelQueryString: "mode=echo&deaf_after=0"}).Send(ctx, bidi.Text("unheard"))
-		g2 := startGateway(t, rc.url)
+		g2 := startGateway(t, rc.url, shortClose)
 		blocked := open(t, g2.client(t), bidi.OpenInput{})
 		peer := rc.accept(t)
 		go func() {
