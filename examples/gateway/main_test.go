@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"flag"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -163,7 +164,10 @@ func TestRun(t *testing.T) {
 		t.Fatal("-cert-out wrote no certificate")
 	}
 	hc := bidi.NewHTTPClient(func(o *bidi.HTTPClientOptions) { o.TLSConfig = &tls.Config{RootCAs: pool} })
-	defer hc.CloseIdleConnections()
+	// One session, then the program would exit: no idle connection is
+	// kept, which would hold the stop below for the second net/http's
+	// server gives a client to leave after GOAWAY.
+	hc.Transport.(*http.Transport).DisableKeepAlives = true
 	client := bidi.NewFromConfig(aws.Config{
 		Region:      "us-west-2",
 		Credentials: credentials.NewStaticCredentialsProvider(testAccessKey, testSecretKey, ""),
