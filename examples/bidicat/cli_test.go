@@ -125,6 +125,7 @@ func TestEndpointURLAndCACert(t *testing.T) {
 }
 
 func TestFiles(t *testing.T) {
+	t.Parallel() // mostly waiting: the 1 s -linger of piped input
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
 	os.WriteFile(a, []byte(strings.Repeat("a", 100)), 0o600)
@@ -250,6 +251,7 @@ func TestMidStreamError(t *testing.T) {
 }
 
 func TestBinaryRate(t *testing.T) {
+	t.Parallel() // mostly waiting: paced sending, then the 1 s -linger of piped input
 	pcm := make([]byte, 3200)
 	for i := range pcm {
 		pcm[i] = byte(i)
@@ -278,6 +280,7 @@ func TestBinaryRate(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel() // mostly waiting: the 300 ms -timeout
 	_, flags := server(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 		st.Accept()
 		<-st.Context().Done() // a model that never answers
@@ -328,6 +331,7 @@ var silent = biditest.HandlerFunc(func(st *biditest.Stream) {
 // TestReceivedNothing warns when the input was sent but nothing came
 // back, which is what a too short -linger looks like; -q silences it.
 func TestReceivedNothing(t *testing.T) {
+	t.Parallel() // mostly waiting: three 100 ms -linger waits
 	_, flags := server(t, silent)
 	args := append(flags, "-endpoint", "e", "-linger", "100ms")
 	r := runCat(t, cleanEnv(t), "hello\n", args...)

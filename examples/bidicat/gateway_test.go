@@ -49,6 +49,7 @@ func TestGatewayChat(t *testing.T) {
 }
 
 func TestGatewayEchoJSON(t *testing.T) {
+	t.Parallel() // mostly waiting: the 1 s -linger
 	flags := gateway(t)
 	r := runCat(t, cleanEnv(t), "one\ntwo\n", append(flags, "-query", "mode=echo", "-json", "-linger", "1s")...)
 	r.wantCode(t, exitOK)
@@ -93,6 +94,7 @@ func TestGatewayContainerCloses(t *testing.T) {
 // (the default -linger of piped input) before it ends its side, or the
 // echoes in flight are lost.
 func TestGatewayPipeWithoutLinger(t *testing.T) {
+	t.Parallel() // mostly waiting: the 1 s -linger of piped input
 	flags := gateway(t)
 	r := runCat(t, cleanEnv(t), "hello\nworld\n", append(flags, "-query", "mode=echo", "-nl")...)
 	r.wantCode(t, exitOK)

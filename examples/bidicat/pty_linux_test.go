@@ -122,6 +122,7 @@ func onTerminalStreams(t *testing.T, stdin string, typed, stdoutToo bool, args .
 }
 
 func TestStatusLineOnTerminal(t *testing.T) {
+	t.Parallel() // mostly waiting: half a second of paced sending
 	audio := filepath.Join(t.TempDir(), "audio.pcm")
 	os.WriteFile(audio, make([]byte, 16000), 0o600)
 	// 5 chunks at 32000 B/s: about half a second of live status.
