@@ -60,9 +60,17 @@ func readAllFrom(src io.Reader, optFns ...func(*Options)) []record {
 	return out
 }
 
-// pushAll frames input with a Decoder, written in the given fragments.
+// pushAll frames input with a new Decoder, written in the given
+// fragments.
 func pushAll(fragments [][]byte, optFns ...func(*Options)) []record {
-	d := NewDecoder(optFns...)
+	return pushAllTo(NewDecoder(), fragments, optFns...)
+}
+
+// pushAllTo is pushAll with d, first Reset with optFns: a decoder used
+// again keeps its buffers, which spares a test that frames thousands of
+// inputs as many allocations.
+func pushAllTo(d *Decoder, fragments [][]byte, optFns ...func(*Options)) []record {
+	d.Reset(optFns...)
 	resync := buildOptions(optFns).Resync
 	var out []record
 	drain := func() bool {

@@ -350,6 +350,7 @@ func TestSSESplitInvarianceSmallLimits(t *testing.T) {
 	for _, tt := range sseFramingTests {
 		inputs = append(inputs, tt.input)
 	}
+	d := NewDecoder()
 	for _, in := range inputs {
 		if len(in) > 200 {
 			continue
@@ -362,7 +363,7 @@ func TestSSESplitInvarianceSmallLimits(t *testing.T) {
 				}
 				want := checkSplitInvariance(t, []byte(in), 3, opts...)
 				for k := 1; k < len(in); k++ {
-					if got := pushAll([][]byte{[]byte(in[:k]), []byte(in[k:])}, opts...); !equalRecords(got, want) {
+					if got := pushAllTo(d, [][]byte{[]byte(in[:k]), []byte(in[k:])}, opts...); !equalRecords(got, want) {
 						t.Fatalf("%q, limit %d, resync %v, cut at %d:\n got %v\nwant %v", in, limit, resync, k, got, want)
 					}
 				}
