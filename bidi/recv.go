@@ -204,6 +204,8 @@ func (s *Session) startReceiving(src respSource) {
 	r.dec = eventstream.NewDecoder(nonBlocking{src}, func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
 	src.SetNotify(s.notify)
 	signal(r.bgWake) // bytes may have come with the response head
+	// A waiting Recv watches recvWake only: the session's end wakes it.
+	context.AfterFunc(s.ctx, func() { signal(r.recvWake) })
 }
 
 // notify is called by the response stream when it may have more to
@@ -250,6 +252,7 @@ func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 		default:
 		}
 	}()
+	done := ctx.Done()
 	for {
 		// A notification after waiting was set wakes this call; one
 		// before it went to the session goroutine, which cannot take
@@ -258,16 +261,20 @@ func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 		if !blocked {
 			return s.deliver(it)
 		}
-		select {
-		case <-r.recvWake:
-		case <-ctx.Done():
-			return recvItem{}, ctx.Err()
-		case <-s.ctx.Done():
-			if it, blocked := s.decode(); !blocked {
-				return s.deliver(it)
-			}
+		if s.ctx.Err() != nil {
+			// The session ended; its end also signals recvWake, so this
+			// check cannot miss it.
 			s.recvErr = s.sessionErr()
 			return recvItem{}, s.recvErr
+		}
+		if done == nil {
+			<-r.recvWake
+			continue
+		}
+		select {
+		case <-r.recvWake:
+		case <-done:
+			return recvItem{}, ctx.Err()
 		}
 	}
 }
