@@ -42,6 +42,7 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/echoserver"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/testexit"
 )
 
 const benchServerEnv = "BIDI_BENCH_SERVER"
@@ -51,7 +52,9 @@ func TestMain(m *testing.M) {
 		serveBenchmarks()
 		return
 	}
-	os.Exit(m.Run())
+	// Once the tests pass, a -race binary exits without the race
+	// detector's idle second (see package testexit).
+	testexit.Exit(m.Run())
 }
 
 // benchServerInfo is what the child process prints on its first line.
