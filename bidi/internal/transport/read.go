@@ -180,6 +180,7 @@ func (cc *conn) onData(f *http2.DataFrame) error {
 	if f.StreamEnded() {
 		cc.endedRemotely(s)
 	}
+	s.wake() // after the removal, as for onEnd
 	return nil
 }
 
@@ -215,8 +216,10 @@ func (cc *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 			cc.streamError(s.id, http2.ErrCodeProtocol, errors.New("HEADERS after the response headers without END_STREAM"))
 			return nil
 		}
-		s.onEnd()
+		// The stream leaves the connection before its reader sees the
+		// end: a caller that then closes idle connections finds it idle.
 		cc.endedRemotely(s)
+		s.onEnd()
 		return nil
 	}
 	resp, code, err := responseOf(f)
@@ -239,8 +242,8 @@ func (cc *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	}
 	s.onResponse(resp)
 	if f.StreamEnded() {
-		s.onEnd()
 		cc.endedRemotely(s)
+		s.onEnd()
 	}
 	return nil
 }

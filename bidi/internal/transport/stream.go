@@ -258,7 +258,8 @@ func (s *Stream) closeDoneLocked() {
 // n including padding). It returns a stream error if the peer exceeded
 // the stream window, else the window increment to send now (padding,
 // which is never read, is given back as if it had been read). Called by
-// the read loop.
+// the read loop, which then wakes the reader (once an ending stream has
+// left the connection).
 func (s *Stream) onData(data []byte, n int32, end bool) (int32, error) {
 	s.mu.Lock()
 	if n > s.recvWindow {
@@ -280,7 +281,6 @@ func (s *Stream) onData(data []byte, n int32, end bool) (int32, error) {
 		s.closeDoneLocked()
 	}
 	s.mu.Unlock()
-	s.wake()
 	return inc, nil
 }
 
