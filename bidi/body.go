@@ -180,13 +180,6 @@ func (p *sendPipe) detach() {
 	}
 }
 
-// current returns the current body.
-func (p *sendPipe) current() *reqBody {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.body
-}
-
 // fail makes every Read and enqueue return err.
 func (p *sendPipe) fail(err error) {
 	p.mu.Lock()
