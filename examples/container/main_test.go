@@ -8,12 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/clitest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/testexit"
 )
 
@@ -48,24 +48,6 @@ func TestMain(m *testing.M) {
 	testexit.Exit(m.Run())
 }
 
-// lockedBuffer collects the program's output for polling.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // Ctrl-C (SIGINT) stops the container with exit code 130 and "container:
 // interrupted", as examples/README promises; SIGTERM, the way SageMaker
 // stops containers, with exit code 0.
@@ -87,7 +69,7 @@ func TestSignals(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			logs := new(lockedBuffer)
+			logs := new(clitest.SyncBuffer)
 			listening := make(chan struct{})
 			copied := make(chan struct{})
 			go func() {

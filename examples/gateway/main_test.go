@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/container/model"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/clitest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/testexit"
 )
 
@@ -49,24 +49,6 @@ func testEnv(key string) string {
 }
 
 func noEnv(string) string { return "" }
-
-// syncBuffer collects the program's output for polling.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // -h documents every flag with an example, and the examples run the
 // gateway.
@@ -124,7 +106,7 @@ func TestUsageErrors(t *testing.T) {
 var listeningRE = regexp.MustCompile(`msg=listening url=(\S+)`)
 
 // waitListening returns the gateway's URL once the log announces it.
-func waitListening(t *testing.T, logs *syncBuffer) string {
+func waitListening(t *testing.T, logs *clitest.SyncBuffer) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -147,7 +129,7 @@ func TestRun(t *testing.T) {
 	certFile := filepath.Join(t.TempDir(), "gateway.pem")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := new(syncBuffer)
+	logs := new(clitest.SyncBuffer)
 	exit := make(chan int, 1)
 	go func() {
 		exit <- run(ctx, []string{"-addr", "127.0.0.1:0", "-container", "ws://" + container.Listener.Addr().String(),
@@ -234,7 +216,7 @@ func TestSignals(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			logs := new(syncBuffer)
+			logs := new(clitest.SyncBuffer)
 			copied := make(chan struct{})
 			go func() {
 				defer close(copied)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -181,7 +180,7 @@ func TestInterruptWhileTyping(t *testing.T) {
 	defer cancel(nil)
 	stdin, typing := io.Pipe() // a terminal nobody types on
 	defer typing.Close()
-	var out, errOut syncBuffer
+	var out, errOut clitest.SyncBuffer
 	code := make(chan int, 1)
 	go func() { code <- run(ctx, []string{"-audio-bytes", "0"}, stdin, &out, &errOut) }()
 	deadline := time.Now().Add(30 * time.Second)
@@ -200,25 +199,6 @@ func TestInterruptWhileTyping(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("still waiting for the terminal after Ctrl-C")
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader in two
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestHTTPErrorOnce checks that an HTTP error names its request id once:

@@ -1,7 +1,6 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/container/model"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/gateway/bridge"
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/clitest"
 )
 
 // The credentials the test gateways verify and the test clients sign with.
@@ -28,28 +27,10 @@ const (
 	testRegion    = "us-west-2"
 )
 
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // testGateway is a started gateway with its log.
 type testGateway struct {
 	*bridge.Gateway
-	logs *syncBuffer
+	logs *clitest.SyncBuffer
 }
 
 // startGateway starts a gateway in front of container with the test
@@ -58,7 +39,7 @@ type testGateway struct {
 // end of the test; the log is printed if the test failed.
 func startGateway(t *testing.T, container string, adjust ...func(*bridge.Config)) *testGateway {
 	t.Helper()
-	logs := new(syncBuffer)
+	logs := new(clitest.SyncBuffer)
 	cfg := bridge.Config{
 		Options: bridge.Options{
 			Container:    container,
