@@ -131,10 +131,7 @@ func (p *sendPipe) taken() {
 	if !p.retain {
 		p.compact()
 	}
-	select {
-	case p.space <- struct{}{}:
-	default:
-	}
+	signal(p.space)
 }
 
 // compact drops the parts the current body took.
@@ -223,10 +220,7 @@ func (p *sendPipe) wake() {
 			p.body.ready()
 			return
 		}
-		select {
-		case p.body.wakeCh <- struct{}{}:
-		default:
-		}
+		signal(p.body.wakeCh)
 	}
 }
 

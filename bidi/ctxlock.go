@@ -52,3 +52,12 @@ func (l ctxLock) LockAlways() { l <- struct{}{} }
 
 // Unlock releases the lock.
 func (l ctxLock) Unlock() { <-l }
+
+// signal sends on a channel of capacity 1 without waiting: a wake-up that
+// is not lost if the receiver is not waiting yet, and not repeated.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}

@@ -113,11 +113,3 @@ func (p *pumpSource) Close() error {
 	p.closeOnce.Do(func() { close(p.stop) })
 	return p.body.Close()
 }
-
-// signal sends on a channel of capacity 1 without waiting.
-func signal(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}

@@ -69,11 +69,7 @@ func (s *Session) Recv(ctx context.Context) (Message, error) {
 			return Message{}, &MessageTooLargeError{Limit: int64(s.maxMessage)}
 		}
 		if it.complete && !s.asm.partial() {
-			data := it.data
-			if !it.owned {
-				data = ownedCopy(data)
-			}
-			return Message{Data: data, Type: it.typ}, nil
+			return Message{Data: it.ownData(), Type: it.typ}, nil
 		}
 		m, done, err := s.asm.add(Part{Data: it.data, Type: it.typ, Complete: it.complete})
 		if err != nil || done {
@@ -101,11 +97,16 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 	if it.oversize {
 		return Part{}, &MessageTooLargeError{Limit: int64(s.maxMessage)}
 	}
-	data := it.data
-	if !it.owned {
-		data = ownedCopy(data)
+	return Part{Data: it.ownData(), Type: it.typ, Complete: it.complete}, nil
+}
+
+// ownData returns the item's data as the caller's own: as is if owned,
+// else a copy (the decoder's buffer is reused).
+func (it recvItem) ownData() []byte {
+	if it.owned {
+		return it.data
 	}
-	return Part{Data: data, Type: it.typ, Complete: it.complete}, nil
+	return ownedCopy(it.data)
 }
 
 // ownedCopy returns a copy of b, nil when b is empty.
