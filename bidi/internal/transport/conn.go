@@ -60,8 +60,9 @@ type conn struct {
 	connBlocked    bool  // the writer waits for a connection WINDOW_UPDATE
 	ctrl           []ctrlItem
 	ctrlSpare      []ctrlItem
-	ready          []*Stream
+	ready          []*Stream // streams queued for the writer since its last round
 	readySpare     []*Stream
+	rotationLen    int // streams in the writer's rotation at its last round (for tests)
 	responses      int // PING and SETTINGS acknowledgements queued
 	goingAway      bool
 	goAwayLastID   uint32
@@ -322,8 +323,8 @@ func (cc *conn) wakeWriter() {
 // bodyReady marks s as having body bytes ready for the writer.
 func (cc *conn) bodyReady(s *Stream) {
 	cc.mu.Lock()
-	if !s.ready && s.headersSent && !s.localDone && !s.flowBlocked {
-		s.ready = true
+	if !s.queued && s.headersSent && !s.localDone && !s.flowBlocked {
+		s.queued = true
 		cc.ready = append(cc.ready, s)
 		cc.wakeWriter()
 	}
@@ -494,8 +495,8 @@ func (cc *conn) applySettings(sf *http2.SettingsFrame) error {
 
 // markReadyLocked queues s for the writer. cc.mu is held.
 func (cc *conn) markReadyLocked(s *Stream) {
-	if !s.ready && s.headersSent && !s.localDone {
-		s.ready = true
+	if !s.queued && s.headersSent && !s.localDone {
+		s.queued = true
 		cc.ready = append(cc.ready, s)
 		cc.wakeWriter()
 	}

@@ -9,6 +9,13 @@ import (
 // anyway.
 const corkLimit = 256 << 10
 
+// corkKeep is the largest batch buffer a connection keeps between
+// batches; a larger one goes back to corkPool, so that an idle connection
+// holds a few KiB whatever it carried, and busy ones share buffers.
+const corkKeep = 16 << 10
+
+var corkPool sync.Pool // *[]byte, each of capacity > corkKeep
+
 // corkedConn is the TCP connection under TLS. crypto/tls writes each
 // record (at most 16 KiB of payload) with a system call of its own; while
 // the connection's writer produces a batch of frames, the connection is
@@ -23,7 +30,8 @@ type corkedConn struct {
 	mu     sync.Mutex // guards the fields below and serialises writes
 	corked bool
 	buf    []byte
-	err    error // sticky write error of a corked batch
+	handle *[]byte // buf's corkPool handle, if it came from the pool
+	err    error   // sticky write error of a corked batch
 }
 
 // Write implements net.Conn.
@@ -35,6 +43,11 @@ func (c *corkedConn) Write(p []byte) (int, error) {
 	}
 	if c.err != nil {
 		return 0, c.err
+	}
+	if c.buf == nil {
+		if h, ok := corkPool.Get().(*[]byte); ok {
+			c.buf, c.handle = (*h)[:0], h
+		}
 	}
 	c.buf = append(c.buf, p...)
 	if len(c.buf) >= corkLimit {
@@ -52,12 +65,23 @@ func (c *corkedConn) cork() {
 	c.mu.Unlock()
 }
 
-// uncork ends the batch: what it holds is written now.
+// uncork ends the batch: what it holds is written now, and a large
+// buffer goes back to the pool.
 func (c *corkedConn) uncork() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.corked = false
-	return c.flushLocked()
+	err := c.flushLocked()
+	if cap(c.buf) > corkKeep {
+		h := c.handle
+		if h == nil {
+			h = new([]byte)
+		}
+		*h = c.buf[:0]
+		corkPool.Put(h)
+		c.buf, c.handle = nil, nil
+	}
+	return err
 }
 
 func (c *corkedConn) flushLocked() error {

@@ -69,3 +69,29 @@ func TestCork(t *testing.T) {
 		t.Fatalf("uncork after a failed write = %v", err)
 	}
 }
+
+// TestCorkBufferKept: between batches a connection holds at most
+// corkKeep bytes of batch buffer, whatever the batch carried (a large
+// buffer goes back to the pool), and the batch after one that gave its
+// buffer back is written whole.
+func TestCorkBufferKept(t *testing.T) {
+	rc := &recordingConn{}
+	c := &corkedConn{Conn: rc}
+	for _, sizes := range [][]int{{100}, {100, 3 * corkKeep}, {10}, {corkLimit + 1}, {5}} {
+		c.cork()
+		total := 0
+		for _, n := range sizes {
+			c.Write(bytes.Repeat([]byte{'x'}, n))
+			total += n
+		}
+		if err := c.uncork(); err != nil {
+			t.Fatal(err)
+		}
+		if cap(c.buf) > corkKeep {
+			t.Errorf("after a batch of %v bytes the connection keeps %d", sizes, cap(c.buf))
+		}
+		if w := rc.writes[len(rc.writes)-1]; len(w) != total && total <= corkLimit {
+			t.Errorf("batch of %v bytes written as %d", sizes, len(w))
+		}
+	}
+}

@@ -55,7 +55,7 @@ type Stream struct {
 
 	// Guarded by cc.mu.
 	sendWindow  int32 // what the peer lets us send on this stream
-	ready       bool  // queued in cc.ready
+	queued      bool  // in cc.ready or the writer's rotation (never in both, never twice)
 	flowBlocked bool  // waiting for a WINDOW_UPDATE to send
 	headersSent bool  // the writer wrote HEADERS
 	localDone   bool  // END_STREAM or RST_STREAM queued or sent: no more DATA

@@ -19,9 +19,9 @@ import (
 // many streams share one TLS record and one system call.
 func (cc *conn) writeLoop() {
 	defer cc.writerExit()
-	var rotation []*Stream // streams whose body may have more ready
-	yielded := false       // the writer yielded once since its last flush
-	batching := false      // the TCP connection under TLS is corked
+	var rotation streamRing // streams whose body may have more ready
+	yielded := false        // the writer yielded once since its last flush
+	batching := false       // the TCP connection under TLS is corked
 	scratch := make([]byte, 9+maxDataFramePayloadWritten)
 	for {
 		if !batching && cc.cork != nil {
@@ -33,9 +33,6 @@ func (cc *conn) writeLoop() {
 		cc.ctrl = cc.ctrlSpare[:0]
 		ready := cc.ready
 		cc.ready = cc.readySpare[:0]
-		for _, s := range ready {
-			s.ready = false
-		}
 		if cc.responses > 0 {
 			cc.responses = 0
 			select {
@@ -57,7 +54,9 @@ func (cc *conn) writeLoop() {
 			}
 			ctrl[i] = ctrlItem{}
 		}
-		rotation = append(rotation, ready...)
+		for _, s := range ready {
+			rotation.push(s)
+		}
 		clear(ready)
 		cc.mu.Lock()
 		cc.ctrlSpare = ctrl[:0]
@@ -69,10 +68,11 @@ func (cc *conn) writeLoop() {
 			return
 		}
 
-		rotation = cc.writeData(rotation, scratch, maxFrame)
+		cc.writeData(&rotation, scratch, maxFrame)
 
 		cc.mu.Lock()
-		idle := len(cc.ctrl) == 0 && len(cc.ready) == 0 && (len(rotation) == 0 || cc.connBlocked)
+		cc.rotationLen = rotation.len()
+		idle := len(cc.ctrl) == 0 && len(cc.ready) == 0 && (rotation.len() == 0 || cc.connBlocked)
 		cc.mu.Unlock()
 		if !idle {
 			continue
@@ -157,17 +157,18 @@ func (cc *conn) writerExit() {
 
 // writeCtrl writes one control frame. It reports whether the connection
 // is to be closed after it (a GOAWAY of this side).
-func (cc *conn) writeCtrl(it *ctrlItem, rotation *[]*Stream) bool {
+func (cc *conn) writeCtrl(it *ctrlItem, rotation *streamRing) bool {
 	switch it.kind {
 	case ctrlHeaders:
 		cc.writeHeaders(it.s)
 		cc.mu.Lock()
 		it.s.headersSent = true
 		it.s.head = nil
-		open := !it.s.localDone
+		queue := !it.s.localDone && !it.s.queued
+		it.s.queued = queue
 		cc.mu.Unlock()
-		if open {
-			*rotation = append(*rotation, it.s)
+		if queue {
+			rotation.push(it.s)
 		}
 	case ctrlWindowUpdate:
 		cc.fr.WriteWindowUpdate(it.id, it.n)
@@ -233,25 +234,32 @@ func (cc *conn) writeHeaders(s *Stream) {
 	}
 }
 
-// writeData gives each stream of rotation one DATA frame, within its
-// window and the connection's, and returns the streams that may have more
-// ready. A stream whose body has nothing ready leaves the rotation; its
-// body's ready callback brings it back (the callback's flag is cleared
-// before the read, so no readiness is lost between the two).
-func (cc *conn) writeData(rotation []*Stream, scratch []byte, maxFrame uint32) []*Stream {
-	next := rotation[:0]
-	for i, s := range rotation {
+// writeData gives each stream of the rotation one DATA frame, within its
+// window and the connection's, in turn: the streams queued when it starts
+// get at most one frame each, and a stream that may have more goes to the
+// back. A stream whose body has nothing ready leaves the rotation; its
+// body's ready callback brings it back through cc.ready. Stream.queued is
+// cleared before the read, so a callback that comes during the read queues
+// the stream again and none is lost; a stream is never queued twice. When
+// the connection window is used up the rotation stays as it is, its front
+// first once a WINDOW_UPDATE comes.
+func (cc *conn) writeData(rotation *streamRing, scratch []byte, maxFrame uint32) {
+	for range rotation.len() {
+		s := rotation.front()
 		cc.mu.Lock()
 		if s.localDone {
+			s.queued = false
 			cc.mu.Unlock()
+			rotation.pop()
 			continue
 		}
 		if cc.sendWindow <= 0 {
 			cc.connBlocked = true
 			cc.mu.Unlock()
-			next = append(next, rotation[i:]...)
-			break
+			return
 		}
+		s.queued = false
+		rotation.pop()
 		if s.sendWindow <= 0 {
 			s.flowBlocked = true
 			cc.mu.Unlock()
@@ -277,6 +285,13 @@ func (cc *conn) writeData(rotation []*Stream, scratch []byte, maxFrame uint32) [
 		}
 		s.sendWindow -= int32(n)
 		cc.sendWindow -= int32(n)
+		// The body may hold more than one read returns (a part that did
+		// not fit, the end frame after the parts): the stream stays in
+		// the rotation until a read finds nothing ready.
+		requeue := !end && !s.queued
+		if requeue {
+			s.queued = true
+		}
 		cc.mu.Unlock()
 		var flags byte
 		if end {
@@ -284,19 +299,16 @@ func (cc *conn) writeData(rotation []*Stream, scratch []byte, maxFrame uint32) [
 		}
 		putFrameHeader(scratch, n, http2.FrameData, flags, s.id)
 		if _, err := cc.bw.Write(scratch[:9+n]); err != nil {
-			return next
+			return
 		}
 		if end {
 			cc.endedLocally(s)
 			continue
 		}
-		// The body may hold more than one read returns (a part that did
-		// not fit, the end frame after the parts): the stream leaves the
-		// rotation only once a read finds nothing ready.
-		next = append(next, s)
+		if requeue {
+			rotation.push(s)
+		}
 	}
-	clear(rotation[len(next):])
-	return next
 }
 
 // putFrameHeader writes the 9-byte frame header into b.
