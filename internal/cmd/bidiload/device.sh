@@ -9,8 +9,8 @@
 #   CGO_ENABLED=0 go build -o .cache/dev/bidiload ./internal/cmd/bidiload
 #   BIN=.cache/dev/bidiload OUT=/tmp/dev internal/cmd/bidiload/device.sh
 #
-# SECTIONS picks what runs (audio large small, about four minutes in
-# all); COLLAPSE=0 skips the baseline's 2,000 sessions on one connection,
+# SECTIONS picks what runs (audio frame large small, about five minutes
+# in all); COLLAPSE=0 skips the baseline's 2,000 sessions on one connection,
 # which hangs until the watchdog ends it. Result lines go to
 # $OUT/results.txt.
 set -uo pipefail
@@ -19,7 +19,7 @@ OUT=${OUT:-/tmp/bidiload-device}
 DUR=${DUR:-10s}
 N=${N:-2000}      # audio sessions
 NBIG=${NBIG:-4000} # audio sessions, the scale run
-SECTIONS=${SECTIONS:-audio large small}
+SECTIONS=${SECTIONS:-audio frame large small}
 COLLAPSE=${COLLAPSE:-1}
 hz=$(getconf CLK_TCK)
 mkdir -p "$OUT/srv"
@@ -75,6 +75,22 @@ stop_server oneconn
 [ "$COLLAPSE" = 1 ] && run lite echo audio -engine nethttp -n $N -duration "$DUR" -label one-conn
 run lite echo audio -engine ours -n $NBIG -duration "$DUR" -label pool \
   -cpuprofile "$OUT/audio-ours-scale.cpu"
+;; esac
+
+case " $SECTIONS " in *" frame "*)
+# The same against FrameEcho (internal/echoserver: an HTTP/2 echo on the
+# Framer, without net/http's per-connection goroutine), so that one
+# connection's limit is the client's: both engines at 500 sessions, ours
+# at $N on one connection (twice, profiled once) and over the default
+# pool, the baseline at $N on one connection.
+for e in ours nethttp; do
+  run lite frame audio -engine $e -n 500 -duration "$DUR" -label frame-pool
+done
+run lite frame audio -engine ours -n $N -cap $N -duration "$DUR" -label frame-one-conn \
+  -cpuprofile "$OUT/audio-ours-frame-one-conn.cpu"
+run lite frame audio -engine ours -n $N -cap $N -duration "$DUR" -label frame-one-conn
+run lite frame audio -engine ours -n $N -duration "$DUR" -label frame-pool
+[ "$COLLAPSE" = 1 ] && run lite frame audio -engine nethttp -n $N -duration "$DUR" -label frame-one-conn -timeout 30s
 ;; esac
 
 case " $SECTIONS " in *" large "*)

@@ -74,7 +74,12 @@ for mode in $MODES; do
           -cpuprofile "$OUT/prof/audio-$e-$s.cpu"
       done
     done
-    run lite echo audio -engine ours -n 1000 -cap 100 -duration 10s -label cap-100 ;;
+    run lite echo audio -engine ours -n 1000 -cap 100 -duration 10s -label cap-100
+    # FrameEcho (no net/http server under it): one connection's limit is the client's.
+    for e in ours nethttp; do
+      run lite frame audio -engine $e -n 500 -duration 10s -label frame
+    done
+    run lite frame audio -engine ours -n 2000 -cap 2000 -duration 10s -label frame-one-conn ;;
   large)
     for r in $(seq "$RUNS"); do
       for srv in main lite; do

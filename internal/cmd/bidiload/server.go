@@ -39,7 +39,9 @@ var (
 // serve runs the servers until SIGINT or SIGTERM (or the end of standard
 // input, with -stdin): biditest.Echo and a discarding handler (both biditest, with every
 // check on unless -verify=false), a minimal event-stream echo and a raw
-// HTTP/2 echo (the floor of mode small), all sharing one certificate.
+// HTTP/2 echo (the floor of mode small), and echoserver.FrameEcho (the
+// event-stream echo without net/http's server: frame.url), all sharing
+// one certificate.
 func serve() {
 	if *fCPUProfile != "" {
 		stop := startProfile()
@@ -83,6 +85,11 @@ func serve() {
 	defer event.Close()
 	raw := startHTTPTest(echoserver.Raw)
 	defer raw.Close()
+	frame, err := echoserver.StartFrameEcho(tlsConfig)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer frame.Close()
 
 	if err := os.MkdirAll(*fDir, 0o755); err != nil {
 		fatalf("%v", err)
@@ -97,8 +104,9 @@ func serve() {
 	write("discard.url", discard.URL)
 	write("event.url", event.URL)
 	write("raw.url", raw.URL+"/echo")
-	fmt.Printf("bidiload mode=server pid=%d echo=%s discard=%s event=%s raw=%s/echo cafile=%s streams=%d verify=%v\n",
-		os.Getpid(), echo.URL, discard.URL, event.URL, raw.URL, filepath.Join(*fDir, "ca.pem"), *fStreams, *fVerify)
+	write("frame.url", frame.URL)
+	fmt.Printf("bidiload mode=server pid=%d echo=%s discard=%s event=%s raw=%s/echo frame=%s cafile=%s streams=%d verify=%v\n",
+		os.Getpid(), echo.URL, discard.URL, event.URL, raw.URL, frame.URL, filepath.Join(*fDir, "ca.pem"), *fStreams, *fVerify)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
