@@ -1,7 +1,9 @@
-// Package echoserver holds the echo handlers the benchmarks and the load
+// Package echoserver holds the echo servers the benchmarks and the load
 // program measure the client against: a raw HTTP/2 echo (the transport
-// floor) and a minimal event-stream echo (no signature checks), so that
-// both measure against the same servers.
+// floor) and a minimal event-stream echo (no signature checks) as
+// net/http handlers, and the same event-stream echo on a minimal HTTP/2
+// server of its own (FrameEcho) for many streams on one connection, so
+// that both measure against the same servers.
 package echoserver
 
 import (
