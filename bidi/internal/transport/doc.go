@@ -12,25 +12,32 @@
 //     (Config.MaxStreamsPerConn) and by the server's
 //     SETTINGS_MAX_CONCURRENT_STREAMS, which is never exceeded. Failed
 //     dials and refusing servers back off with jitter.
-//   - conn (conn.go, dial.go, health.go) is one HTTP/2 connection: a read
-//     loop that checks every frame the peer sends (RFC 9113) and a writer.
-//   - writer (writer.go) is the connection's only writer goroutine. It
-//     drains a queue of control frames and the request bodies of all the
-//     connection's streams, round-robin, into one buffered TLS writer that
-//     it flushes only when it has nothing more to write, so that many small
-//     frames cost one system call; on a connection with many streams it
+//   - conn (conn.go, dial.go, health.go) is one HTTP/2 connection, with
+//     two goroutines: a read loop (read.go) that checks every frame the
+//     peer sends (RFC 9113) and a writer.
+//   - The writer (write.go) is the connection's only writer goroutine. It
+//     drains a queue of control frames and the request bodies of the
+//     connection's streams into one buffered TLS writer, one DATA frame
+//     per stream in turn (a ring holding each stream with bytes ready
+//     once, rotation.go), and flushes only when it has nothing more to
+//     write, so that many small frames cost one system call; the TCP
+//     connection under TLS is corked meanwhile (cork.go), so that a batch
+//     of TLS records is one write. On a connection with many streams it
 //     also flushes at most every 500 µs, so that their frames share a
 //     write and a wake-up.
-//   - [Stream] (stream.go) is one request/response exchange. Its request
-//     body is pulled by the writer, never pushed by a goroutine of its own:
-//     the body says when it has bytes ready ([Stream.BodyReady]) and hands
-//     them over without blocking ([Body]). Its response body is a bounded
-//     buffer filled by the read loop and read with [Stream.Read].
-//   - flow control (flow.go): a stream waits only for its own window; the
-//     writer stops for the connection window, and inbound windows are given
-//     back as the application reads (streams) or as frames arrive (the
-//     connection), so one slow reader never stalls the others.
+//   - [Stream] (stream.go, buffer.go) is one request/response exchange.
+//     Its request body is pulled by the writer, never pushed by a
+//     goroutine of its own: the body says when it has bytes ready (the
+//     function given to [Body].Bind) and hands them over without blocking
+//     ([Body].ReadNow). Its response body is a bounded buffer filled by
+//     the read loop, read with [Stream.Read] or, without blocking,
+//     [Stream.ReadNow].
+//   - Flow control: a stream waits only for its own window (the writer
+//     sets it aside until a WINDOW_UPDATE reopens it); the writer stops
+//     for the connection window, and inbound windows are given back as the
+//     application reads (streams) or as frames arrive (the connection), so
+//     one slow reader never stalls the others.
 //
-// A stream costs no goroutine: an idle session holds only its own reader
-// goroutine (in package bidi), and each connection two (reader, writer).
+// A stream costs no goroutine: each connection has two (read loop and
+// writer), and package bidi adds one per session.
 package transport
