@@ -7,3 +7,7 @@ func SetOpenHook(f func(*Session)) (restore func()) {
 	testHookOpenWait = f
 	return func() { testHookOpenWait = nil }
 }
+
+// ReadAheadRounds returns how many times the session's goroutine was
+// woken to read ahead of Recv.
+func ReadAheadRounds(s *Session) int64 { return s.rx.bgRounds.Load() }

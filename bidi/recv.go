@@ -151,6 +151,7 @@ type receiver struct {
 	recvWake chan struct{} // cap 1: wakes that Recv
 	bgWake   chan struct{} // cap 1: wakes the session goroutine (readAhead)
 	missed   atomic.Bool   // readAhead found recvLock taken: retry at unlock
+	bgRounds atomic.Int64  // times the session goroutine was woken to read ahead (for tests)
 }
 
 // respSource is the response body as the receiver reads it: without
@@ -427,13 +428,21 @@ func (s *Session) watch() {
 	for {
 		select {
 		case <-s.rx.bgWake:
+			s.rx.bgRounds.Add(1)
 			// If a Recv holds the lock, missed makes it wake this
-			// goroutine again when it lets go (unlockRecv).
+			// goroutine again when it lets go (unlockRecv), unless that
+			// Recv waits for bytes: it set waiting before it decodes, so
+			// it sees what is buffered, and it is woken for what comes
+			// later. (Keeping missed then would wake this goroutine at
+			// the end of every Recv of a reader that is always waiting,
+			// for nothing.)
 			s.rx.missed.Store(true)
 			if s.recvLock.TryLock() {
 				s.rx.missed.Store(false)
 				s.readAheadLocked(false)
 				s.recvLock.Unlock()
+			} else if s.rx.waiting.Load() {
+				s.rx.missed.Store(false)
 			}
 		case <-s.rx.src.Done():
 			if s.recvLock.Lock(s.ctx, nil, nil) == nil {
