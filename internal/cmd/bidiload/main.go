@@ -56,7 +56,7 @@ import (
 // flags shared by the client modes.
 var (
 	fEngine     = flag.String("engine", "ours", "transport: ours (bidi's engine), nethttp (Options.HTTPClient = bidi.NewHTTPClient), raw (small mode only: plain HTTP/2 echo through net/http)")
-	fURL        = flag.String("url", "", "server URL (a biditest server's URL; event or raw echo for mode small)")
+	fURL        = flag.String("url", "", "server URL (a biditest server's URL, or frame.url: echoserver.FrameEcho; event or raw echo for mode small)")
 	fCAFile     = flag.String("cafile", "", "PEM file of the server certificate to trust")
 	fN          = flag.Int("n", 1000, "sessions (idle, dials, audio) or messages per session (large, small)")
 	fDuration   = flag.Duration("duration", 10*time.Second, "length of the measurement (audio, small, large: an upper bound)")
