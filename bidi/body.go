@@ -110,7 +110,7 @@ func (p *sendPipe) enqueue(m *eventstream.Message) (bool, error) {
 		return false, nil
 	}
 	if p.q == nil {
-		p.q, p.qh = queuePool.get()
+		p.q, p.qh = queuePool.Get()
 	}
 	q, err := eventstream.AppendMessage(p.q, m)
 	if err != nil {
@@ -147,7 +147,7 @@ func (p *sendPipe) compact() {
 		p.ends[i] -= off
 	}
 	p.sent = 0
-	queuePool.release(&p.q, &p.qh)
+	queuePool.Release(&p.q, &p.qh)
 }
 
 // attach makes b the current body; it starts with the first queued part,

@@ -242,7 +242,7 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 			// The part is copied into the queue: a large padding buffer
 			// can go back to the pool.
 			s.pad = s.pad[:0]
-			padPool.release(&s.pad, &s.padh)
+			padPool.Release(&s.pad, &s.padh)
 			return nil
 		case err != nil:
 			select {
@@ -317,7 +317,7 @@ func (s *Session) encodePart(ctx context.Context, p Part) error {
 		}
 		var err error
 		if s.pad == nil {
-			s.pad, s.padh = padPool.get()
+			s.pad, s.padh = padPool.Get()
 		}
 		s.pad, err = fillPadding(ctx, s.pad[:0], n, s.padSrc)
 		if err != nil {

@@ -3,6 +3,8 @@ package transport
 import (
 	"net"
 	"sync"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/bufpool"
 )
 
 // corkLimit is how much a corked connection holds before it writes
@@ -14,7 +16,7 @@ const corkLimit = 256 << 10
 // holds a few KiB whatever it carried, and busy ones share buffers.
 const corkKeep = 16 << 10
 
-var corkPool sync.Pool // *[]byte, each of capacity > corkKeep
+var corkPool = bufpool.Pool{Keep: corkKeep}
 
 // corkedConn is the TCP connection under TLS. crypto/tls writes each
 // record (at most 16 KiB of payload) with a system call of its own; while
@@ -45,9 +47,7 @@ func (c *corkedConn) Write(p []byte) (int, error) {
 		return 0, c.err
 	}
 	if c.buf == nil {
-		if h, ok := corkPool.Get().(*[]byte); ok {
-			c.buf, c.handle = (*h)[:0], h
-		}
+		c.buf, c.handle = corkPool.Get()
 	}
 	c.buf = append(c.buf, p...)
 	if len(c.buf) >= corkLimit {
@@ -72,15 +72,7 @@ func (c *corkedConn) uncork() error {
 	defer c.mu.Unlock()
 	c.corked = false
 	err := c.flushLocked()
-	if cap(c.buf) > corkKeep {
-		h := c.handle
-		if h == nil {
-			h = new([]byte)
-		}
-		*h = c.buf[:0]
-		corkPool.Put(h)
-		c.buf, c.handle = nil, nil
-	}
+	corkPool.Release(&c.buf, &c.handle)
 	return err
 }
 
