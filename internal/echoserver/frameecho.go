@@ -124,7 +124,8 @@ type echoConn struct {
 type echoStream struct {
 	id         uint32
 	in         []byte // bytes of an envelope not yet complete
-	out        []byte // echo bytes waiting for window
+	out        []byte // echo bytes; out[sent:] waits for window
+	sent       int
 	sendWindow int64
 	unacked    uint32
 	ended      bool // the client ended its side: end ours once out is sent
@@ -299,17 +300,18 @@ func (c *echoConn) onData(f *http2.DataFrame) error {
 // send writes what st has to echo, within the windows, and ends the
 // stream once the client ended its side and everything went out.
 func (c *echoConn) send(st *echoStream) {
-	for len(st.out) > 0 {
-		n := min(int64(len(st.out)), int64(c.peerFrame), st.sendWindow, c.sendWindow)
+	for st.sent < len(st.out) {
+		n := min(int64(len(st.out)-st.sent), int64(c.peerFrame), st.sendWindow, c.sendWindow)
 		if n <= 0 {
 			c.blocked[st] = struct{}{}
 			return
 		}
-		c.fr.WriteData(st.id, false, st.out[:n])
+		c.fr.WriteData(st.id, false, st.out[st.sent:st.sent+int(n)])
 		st.sendWindow -= n
 		c.sendWindow -= n
-		st.out = st.out[:copy(st.out, st.out[n:])]
+		st.sent += int(n)
 	}
+	st.out, st.sent = st.out[:0], 0
 	if st.ended {
 		c.fr.WriteData(st.id, true, nil)
 		c.drop(st.id)

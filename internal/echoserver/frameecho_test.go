@@ -3,17 +3,13 @@ package echoserver_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,36 +26,22 @@ import (
 
 func TestMain(m *testing.M) { testexit.Main(m) }
 
-// loopbackTLS returns a server configuration with a fresh self-signed
-// certificate for 127.0.0.1 and a client configuration trusting it.
-func loopbackTLS(t *testing.T) (server, client *tls.Config) {
+// startFrameEcho starts a FrameEcho, closed when the test ends, with
+// net/http/httptest's loopback certificate, and returns it with a client
+// configuration that trusts that certificate.
+func startFrameEcho(t *testing.T) (*echoserver.FrameEcho, *tls.Config) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ts := httptest.NewUnstartedServer(nil)
+	ts.StartTLS()
+	ts.Close()
+	srv, err := echoserver.StartFrameEcho(ts.TLS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "frameecho"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:         true, BasicConstraintsValid: true,
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { srv.Close() })
 	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
-		&tls.Config{RootCAs: pool}
+	pool.AddCert(ts.Certificate())
+	return srv, &tls.Config{RootCAs: pool}
 }
 
 // TestFrameEcho: sessions sharing one connection get every message back
@@ -67,12 +49,7 @@ func loopbackTLS(t *testing.T) (server, client *tls.Config) {
 // echoes more than a stream window and together more than the
 // connection window), and a clean end after CloseSend.
 func TestFrameEcho(t *testing.T) {
-	serverTLS, clientTLS := loopbackTLS(t)
-	srv, err := echoserver.StartFrameEcho(serverTLS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv, clientTLS := startFrameEcho(t)
 	var dials atomic.Int32
 	c := bidi.NewFromConfig(aws.Config{}, func(o *bidi.Options) {
 		o.Region = "us-east-1"
@@ -142,12 +119,7 @@ func TestFrameEcho(t *testing.T) {
 // sends a malformed envelope, gets its connection or stream ended; the
 // server keeps serving and Close returns.
 func TestFrameEchoBadInput(t *testing.T) {
-	serverTLS, clientTLS := loopbackTLS(t)
-	srv, err := echoserver.StartFrameEcho(serverTLS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv, clientTLS := startFrameEcho(t)
 	cfg := clientTLS.Clone()
 	cfg.NextProtos = []string{"h2"}
 	dial := func() *tls.Conn {
