@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -45,9 +46,9 @@ func startFrameEcho(t *testing.T) (*echoserver.FrameEcho, *tls.Config) {
 }
 
 // TestFrameEcho: sessions sharing one connection get every message back
-// as sent, large ones included (flow control both ways: each session
-// echoes more than a stream window and together more than the
-// connection window), and a clean end after CloseSend.
+// as sent, large ones included (flow control both ways: half the
+// sessions echo three times the client's stream window), and a clean end
+// after CloseSend.
 func TestFrameEcho(t *testing.T) {
 	srv, clientTLS := startFrameEcho(t)
 	var dials atomic.Int32
@@ -82,14 +83,16 @@ func TestFrameEcho(t *testing.T) {
 				}
 				for k, n := range sizes {
 					msg := bytes.Repeat([]byte{byte(i), byte(k)}, n/2+1)[:n]
-					sendErr := make(chan error, 1)
-					go func() { sendErr <- s.Send(ctx, bidi.Binary(msg)) }()
+					// The whole message is sent before Recv reads
+					// any of it: the server must hold the echo beyond
+					// the client's stream window until Recv gives it
+					// back.
+					if err := s.Send(ctx, bidi.Binary(msg)); err != nil {
+						return err
+					}
 					m, err := s.Recv(ctx)
 					if err != nil {
 						return fmt.Errorf("message %d: %w", k, err)
-					}
-					if err := <-sendErr; err != nil {
-						return err
 					}
 					if !bytes.Equal(m.Data, msg) {
 						return fmt.Errorf("message %d: got %d bytes back, want %d as sent", k, len(m.Data), n)
@@ -164,5 +167,67 @@ func TestFrameEchoBadInput(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// TestFrameEchoConnWindow: the echo stops at the connection window the
+// client gave (65,535 bytes, with a large stream window) and goes on once
+// the client gives more. (bidi's client gives connection window back as
+// frames arrive, so TestFrameEcho cannot see this rule.)
+func TestFrameEchoConnWindow(t *testing.T) {
+	srv, clientTLS := startFrameEcho(t)
+	cfg := clientTLS.Clone()
+	cfg.NextProtos = []string{"h2"}
+	tc, err := tls.Dial("tcp", srv.URL[len("https://"):], cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	tc.Write([]byte(http2.ClientPreface))
+	fr := http2.NewFramer(tc, tc)
+	fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
+	var hbuf bytes.Buffer
+	hpack.NewEncoder(&hbuf).WriteField(hpack.HeaderField{Name: ":method", Value: "POST"})
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hbuf.Bytes(), EndHeaders: true})
+	// One envelope (prelude, no headers, CRC unchecked) around 100,000
+	// bytes of inner message, in frames the server's default size allows.
+	const inner = 100000
+	env := make([]byte, 12+inner+4)
+	binary.BigEndian.PutUint32(env, uint32(len(env)))
+	for len(env) > 0 {
+		n := min(len(env), 16384)
+		fr.WriteData(1, false, env[:n])
+		env = env[n:]
+	}
+	fr.WritePing(false, [8]byte{1})
+	// readUntilPingAck returns the DATA bytes on stream 1 before the
+	// acknowledgement: the server answers in order, so DATA it would
+	// send within the window comes before it.
+	readUntilPingAck := func() int {
+		t.Helper()
+		n := 0
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch f := f.(type) {
+			case *http2.DataFrame:
+				n += len(f.Data())
+			case *http2.PingFrame:
+				if f.IsAck() {
+					return n
+				}
+			}
+		}
+	}
+	if n := readUntilPingAck(); n != 65535 {
+		t.Fatalf("%d bytes echoed within a connection window of 65,535", n)
+	}
+	fr.WriteWindowUpdate(0, inner)
+	fr.WritePing(false, [8]byte{2})
+	if n := readUntilPingAck(); n != inner-65535 {
+		t.Fatalf("%d more bytes after the window update, want the %d left", n, inner-65535)
 	}
 }
