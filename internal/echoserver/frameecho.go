@@ -193,8 +193,14 @@ func (c *echoConn) handle(f http2.Frame) error {
 	case *http2.WindowUpdateFrame:
 		if f.StreamID == 0 {
 			c.sendWindow += int64(f.Increment)
+			// send puts back the streams that are still blocked: take
+			// them all out first, so that none is visited twice.
+			retry := make([]*echoStream, 0, len(c.blocked))
 			for st := range c.blocked {
-				delete(c.blocked, st)
+				retry = append(retry, st)
+			}
+			clear(c.blocked)
+			for _, st := range retry {
 				c.send(st)
 			}
 			return nil
