@@ -58,7 +58,8 @@ type sendPipe struct {
 	overflow    bool // taken parts were dropped: no replay possible
 	replayLimit int
 
-	space chan struct{} // cap 1: the transport took parts
+	space       chan struct{} // cap 1: the transport took parts
+	spaceWanted bool          // a Send found the queue full and waits on space
 
 	ended bool  // CloseSend: after the parts, the end frame, then io.EOF
 	err   error // the session failed: Read returns err
@@ -107,6 +108,7 @@ func (p *sendPipe) enqueue(m *eventstream.Message) (bool, error) {
 		return false, p.err
 	}
 	if waiting := len(p.q) - p.start(p.sent); waiting > 0 && waiting+size > sendQueueBytes {
+		p.spaceWanted = true
 		return false, nil
 	}
 	if p.q == nil {
@@ -131,7 +133,10 @@ func (p *sendPipe) taken() {
 	if !p.retain {
 		p.compact()
 	}
-	signal(p.space)
+	if p.spaceWanted {
+		p.spaceWanted = false
+		signal(p.space)
+	}
 }
 
 // compact drops the parts the current body took.

@@ -269,7 +269,7 @@ func TestPipeFail(t *testing.T) {
 // TestEncodePartAllocs: encoding a part allocates nothing once the
 // session's buffers have grown.
 func TestEncodePartAllocs(t *testing.T) {
-	c := &Client{options: Options{Padding: BucketPadding{}, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}, padLock: newCtxLock()}
+	c := &Client{options: Options{Padding: BucketPadding{}, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}}
 	s := &Session{c: c, opts: &c.options, ctx: context.Background()}
 	s.state.init()
 	data := make([]byte, 256)

@@ -51,7 +51,7 @@ type Client struct {
 // endpoint combined with FIPS, are reported by [Client.Open].
 func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
 	o := resolveOptions(cfg, optFns...)
-	c := &Client{options: o, signer: newSigner(), userAgent: userAgent, padLock: newCtxLock(), obs: newObserver(o.TracerProvider, o.MeterProvider)}
+	c := &Client{options: o, signer: newSigner(), userAgent: userAgent, obs: newObserver(o.TracerProvider, o.MeterProvider)}
 	_, nop := o.Logger.(logging.Nop)
 	c.logOn = !nop && o.ClientLogMode != 0
 	if o.AppID != "" {

@@ -3,15 +3,37 @@ package bidi
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 )
 
 // ctxLock is a mutex whose waiters can give up: Lock returns when the lock
 // is taken, when ctx ends or when one of the stop channels is closed. It
 // serialises Send calls, Recv calls, and the reads of a shared
 // Options.PaddingSource, without a context stored anywhere.
-type ctxLock chan struct{}
+//
+// Taking a free lock and releasing one nobody waits for are one atomic
+// operation each; the wake channel is used only when the lock is
+// contended, and made then. Like sync.Mutex it is not fair: a Lock that
+// finds the lock free takes it even while others wait. The zero value is
+// an unlocked lock; a ctxLock must not be copied after first use.
+type ctxLock struct {
+	held    atomic.Bool
+	waiters atomic.Int32 // Locks in lockSlow
 
-func newCtxLock() ctxLock { return make(ctxLock, 1) }
+	mu   sync.Mutex    // guards wake
+	wake chan struct{} // cap 1: the lock was released while someone waited; nil until first needed
+}
+
+// wakeCh returns the wake channel, making it on first use.
+func (l *ctxLock) wakeCh() chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wake == nil {
+		l.wake = make(chan struct{}, 1)
+	}
+	return l.wake
+}
 
 // errLockStopped is returned by Lock when a stop channel closed first.
 var errLockStopped = errors.New("bidi: wait for lock stopped")
@@ -19,39 +41,55 @@ var errLockStopped = errors.New("bidi: wait for lock stopped")
 // Lock takes the lock. It returns nil once held; ctx's error if ctx ends
 // first; errLockStopped if stop1 or stop2 (either may be nil) is closed
 // first.
-func (l ctxLock) Lock(ctx context.Context, stop1, stop2 <-chan struct{}) error {
-	select {
-	case l <- struct{}{}:
+func (l *ctxLock) Lock(ctx context.Context, stop1, stop2 <-chan struct{}) error {
+	if l.held.CompareAndSwap(false, true) {
 		return nil
-	default:
 	}
-	select {
-	case l <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-stop1:
-		return errLockStopped
-	case <-stop2:
-		return errLockStopped
+	return l.lockSlow(ctx, stop1, stop2)
+}
+
+// lockSlow waits for the lock. Announcing the waiter before the retry
+// closes the gap with Unlock: either Unlock sees the waiter and leaves a
+// token in wake, or the retry sees the lock free. A token left for a
+// waiter that gave up wakes the next one, which retries; a stale one costs
+// a retry.
+func (l *ctxLock) lockSlow(ctx context.Context, stop1, stop2 <-chan struct{}) error {
+	l.waiters.Add(1)
+	defer l.waiters.Add(-1)
+	wake := l.wakeCh()
+	for {
+		if l.held.CompareAndSwap(false, true) {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stop1:
+			return errLockStopped
+		case <-stop2:
+			return errLockStopped
+		}
 	}
 }
 
 // TryLock takes the lock if it is free and reports whether it did.
-func (l ctxLock) TryLock() bool {
-	select {
-	case l <- struct{}{}:
-		return true
-	default:
-		return false
+func (l *ctxLock) TryLock() bool { return l.held.CompareAndSwap(false, true) }
+
+// LockAlways takes the lock, waiting as long as it takes.
+func (l *ctxLock) LockAlways() {
+	if !l.held.CompareAndSwap(false, true) {
+		l.lockSlow(context.Background(), nil, nil)
 	}
 }
 
-// LockAlways takes the lock, waiting as long as it takes.
-func (l ctxLock) LockAlways() { l <- struct{}{} }
-
-// Unlock releases the lock.
-func (l ctxLock) Unlock() { <-l }
+// Unlock releases the lock, waking a waiter if there is one.
+func (l *ctxLock) Unlock() {
+	l.held.Store(false)
+	if l.waiters.Load() > 0 {
+		signal(l.wakeCh())
+	}
+}
 
 // signal sends on a channel of capacity 1 without waiting: a wake-up that
 // is not lost if the receiver is not waiting yet, and not repeated.

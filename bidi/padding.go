@@ -143,7 +143,7 @@ func (o ownPad) fill(_ context.Context, p []byte) error {
 // client's padLock, so reads never overlap. The buffer is owned by the
 // holder of the session's send lock.
 type sharedPad struct {
-	lock ctxLock
+	lock *ctxLock
 	r    io.Reader
 	s    *Session
 	buf  [4096]byte

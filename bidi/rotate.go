@@ -332,8 +332,6 @@ func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (
 		finish:        r.Finish,
 		onRotate:      r.OnRotate,
 		inputDone:     make(chan struct{}),
-		sendLock:      newCtxLock(),
-		recvLock:      newCtxLock(),
 	}
 	if rs.finishQuiet == 0 {
 		rs.finishQuiet = DefaultFinishQuiet

@@ -173,6 +173,9 @@ func (s *Session) CloseSend() error {
 }
 
 func (s *Session) lockSend(ctx context.Context) error {
+	if s.sendLock.TryLock() {
+		return nil // without touching the contexts: this runs for every message
+	}
 	err := s.sendLock.Lock(ctx, s.state.over, s.ctx.Done())
 	if err == errLockStopped {
 		return s.sendCause()
@@ -338,7 +341,7 @@ func (s *Session) encodePart(ctx context.Context, p Part) error {
 // and takes no turns.
 func (c *Client) paddingSource(s *Session) padSource {
 	if src := c.options.PaddingSource; src != nil {
-		return &sharedPad{lock: c.padLock, r: src, s: s}
+		return &sharedPad{lock: &c.padLock, r: src, s: s}
 	}
 	var seed [32]byte
 	if _, err := rand.Read(seed[:]); err != nil {

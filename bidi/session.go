@@ -111,7 +111,7 @@ type Session struct {
 	// receiver). recvLock guards the fields below it, except lastRecv.
 	recvLock   ctxLock
 	rx         receiver
-	asm        *reassembler
+	asm        reassembler  // in the session itself: Recv checks it for every message
 	lastRecv   atomic.Int64 // monotonic time of the last part decoded
 	recvErr    error        // sticky terminal receive error
 	midMessage bool         // the last part delivered was PARTIAL
@@ -145,11 +145,9 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 		opts:       &c.options,
 		input:      *in,
 		url:        invocationURL(c.endpoint, in.EndpointName),
-		sendLock:   newCtxLock(),
 		maxPart:    c.options.MaxPartSize,
 		respReady:  make(chan struct{}),
-		recvLock:   newCtxLock(),
-		asm:        newReassembler(c.options.MaxMessageSize),
+		asm:        *newReassembler(c.options.MaxMessageSize),
 		maxMessage: c.options.MaxMessageSize,
 	}
 	if s.maxPart <= 0 {
