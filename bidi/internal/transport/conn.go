@@ -41,7 +41,7 @@ type conn struct {
 	wakeW   chan struct{} // cap 1: the writer has work
 	ctrlOut chan struct{} // cap 1: the writer drained the control queue
 
-	lastRead atomic.Int64 // nanoseconds since epoch of the last frame read
+	lastRead atomic.Int64 // nanoseconds since epoch when bytes last arrived (see arrivals)
 
 	// Owned by the read loop.
 	recvWindow  int32 // what the peer may still send on the connection
@@ -104,7 +104,6 @@ func newConn(t *Transport, e endpoint, nc net.Conn) *conn {
 		t:              t,
 		e:              e,
 		nc:             nc,
-		br:             bufio.NewReaderSize(nc, readBufferSize),
 		bw:             bufio.NewWriterSize(nc, writeBufferSize),
 		epoch:          time.Now(),
 		done:           make(chan struct{}),
@@ -118,6 +117,7 @@ func newConn(t *Transport, e endpoint, nc net.Conn) *conn {
 		sendWindow:     65535,
 		recvWindow:     t.cfg.connWindow(),
 	}
+	cc.br = bufio.NewReaderSize(arrivals{cc}, readBufferSize)
 	cc.guard.r = cc.br
 	cc.fr = http2.NewFramer(cc.bw, &cc.guard)
 	cc.fr.SetMaxReadFrameSize(defaultMaxFrameSize)
@@ -194,6 +194,19 @@ type frameGuard struct {
 const maxFrameReadBytes = 2*DefaultMaxHeaderListSize + 64<<10
 
 var errHeaderBlockTooLong = errors.New("header block longer than the header list limit allows (CONTINUATION flood)")
+
+// arrivals is the connection as br reads it: it notes when bytes last
+// arrived, for the health check. Under br, it runs once per buffer fill
+// rather than once per frame.
+type arrivals struct{ cc *conn }
+
+func (a arrivals) Read(p []byte) (int, error) {
+	n, err := a.cc.nc.Read(p)
+	if n > 0 {
+		a.cc.lastRead.Store(int64(time.Since(a.cc.epoch)))
+	}
+	return n, err
+}
 
 func (g *frameGuard) Read(p []byte) (int, error) {
 	if g.n > maxFrameReadBytes {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"strings"
-	"time"
 
 	"golang.org/x/net/http2"
 )
@@ -28,7 +27,6 @@ func (cc *conn) readLoop() {
 			cc.readError(err)
 			return
 		}
-		cc.lastRead.Store(int64(time.Since(cc.epoch)))
 		if err := cc.handle(f); err != nil {
 			var ce *ConnError
 			if errors.As(err, &ce) && ce.Code != http2.ErrCodeNo {
