@@ -193,6 +193,40 @@ func (r nonBlocking) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// lendingSource is a respSource that lends its buffered bytes, as the
+// engine's streams do: the decoder then decodes a message that arrived
+// whole in place, instead of copying it into a buffer of its own first.
+type lendingSource interface {
+	respSource
+	Peek() ([]byte, error)
+	Discard(n int)
+}
+
+// nonBlockingPeeker is nonBlocking for a lendingSource: an
+// eventstream.Peeker.
+type nonBlockingPeeker struct {
+	nonBlocking
+	lender lendingSource
+}
+
+func (r nonBlockingPeeker) Peek() ([]byte, error) {
+	b, err := r.lender.Peek()
+	if len(b) == 0 && err == nil {
+		return nil, eventstream.ErrWouldBlock
+	}
+	return b, err
+}
+
+func (r nonBlockingPeeker) Discard(n int) { r.lender.Discard(n) }
+
+// decoderSource returns the decoder's view of src.
+func decoderSource(src respSource) io.Reader {
+	if l, ok := src.(lendingSource); ok {
+		return nonBlockingPeeker{nonBlocking{src}, l}
+	}
+	return nonBlocking{src}
+}
+
 // startReceiving makes src the response stream Recv reads. It is called
 // by the run goroutine before respReady is closed.
 func (s *Session) startReceiving(src respSource) {
@@ -203,7 +237,7 @@ func (s *Session) startReceiving(src respSource) {
 	// Payloads over MaxMessageSize are skipped as they stream, never
 	// buffered: what the session holds is bounded by its limit, not by
 	// the format's 24 MiB.
-	r.dec = eventstream.NewDecoder(nonBlocking{src}, func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
+	r.dec = eventstream.NewDecoder(decoderSource(src), func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
 	src.SetNotify(s.notify)
 	signal(r.bgWake) // bytes may have come with the response head
 	// A waiting Recv watches recvWake only: the session's end wakes it.

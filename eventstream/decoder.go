@@ -41,10 +41,15 @@ type DecoderOptions struct {
 // largest message seen (within its limits) and reuses; it reads ahead into
 // that buffer, so it may consume bytes past the message it returns. The
 // *Message returned by Decode, its headers and its payload alias that
-// buffer: they are valid until the next call to Decode or Reset. A Decoder
-// is not safe for concurrent use.
+// buffer: they are valid until the next call to Decode, Shrink or Reset.
+// When the reader is a [Peeker] and its next message lies whole in the
+// bytes it lends, the message is decoded there instead, without a copy,
+// and aliases the reader's bytes for as long. A Decoder is not safe for
+// concurrent use.
 type Decoder struct {
 	r      io.Reader
+	pk     Peeker // r, if it lends its buffered bytes
+	lent   int    // bytes of pk the last message was decoded from, not yet discarded
 	opts   DecoderOptions
 	buf    []byte // buffered input: buf[start:end] is unread
 	start  int
@@ -62,9 +67,28 @@ type Decoder struct {
 	small     []byte  // the buffer kept while idle
 }
 
+// Peeker is a reader that can lend the bytes it has buffered. A
+// [Decoder] reading from one decodes a message that lies whole in the lent
+// bytes in place, and discards it when the caller is done with it (at the
+// next Decode, Shrink or Reset), instead of copying it into a buffer of
+// its own first.
+type Peeker interface {
+	io.Reader
+	// Peek returns a prefix of the unread bytes without consuming them.
+	// They must stay unchanged and in place until Discard, Read, or the
+	// next Peek. With no bytes it may return ErrWouldBlock, which Decode
+	// returns at once; otherwise, and for any other error, the decoder
+	// calls Read.
+	Peek() ([]byte, error)
+	// Discard consumes the first n bytes, n being at most the length of
+	// the last Peek's result.
+	Discard(n int)
+}
+
 // NewDecoder returns a Decoder reading from r. Options adjust its limits.
 func NewDecoder(r io.Reader, optFns ...func(*DecoderOptions)) *Decoder {
 	d := &Decoder{r: r}
+	d.pk, _ = r.(Peeker)
 	for _, fn := range optFns {
 		fn(&d.opts)
 	}
@@ -84,6 +108,8 @@ func NewDecoder(r io.Reader, optFns ...func(*DecoderOptions)) *Decoder {
 // buffers and limits.
 func (d *Decoder) Reset(r io.Reader) {
 	d.r = r
+	d.pk, _ = r.(Peeker)
+	d.lent = 0
 	d.start, d.end = 0, 0
 	d.offset = 0
 	d.err = nil
@@ -104,8 +130,14 @@ func (d *Decoder) Offset() int64 { return d.offset }
 // resumes where this one stopped.
 func (d *Decoder) Decode() (*Message, error) {
 	d.discarded = 0
+	d.discardLent()
 	if d.skip.active {
 		return d.skipPayload()
+	}
+	if d.pk != nil && d.start == d.end && d.err == nil {
+		if m, ok, err := d.decodeLent(); ok || err != nil {
+			return m, err
+		}
 	}
 	if err := d.fill(preludeLen); err != nil {
 		if err == io.EOF && d.end == d.start {
@@ -133,6 +165,45 @@ func (d *Decoder) Decode() (*Message, error) {
 	return &d.msg, nil
 }
 
+// decodeLent decodes the next message in place in the bytes the reader
+// lends, if they hold all of it; ok is false when they do not, or when its
+// payload is to be discarded, and the caller reads it into the buffer
+// instead. The limits and checks are those of the buffered path.
+func (d *Decoder) decodeLent() (m *Message, ok bool, err error) {
+	b, err := d.pk.Peek()
+	if len(b) == 0 && err == ErrWouldBlock {
+		return nil, false, err
+	}
+	if len(b) < preludeLen {
+		return nil, false, nil
+	}
+	total, headersLen, err := checkPrelude(b, d.opts)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(b) < total {
+		return nil, false, nil
+	}
+	if lim := d.opts.DiscardPayloadsOver; lim > 0 && total-Overhead-headersLen > lim {
+		return nil, false, nil
+	}
+	if err := decodeFrame(b[:total:total], headersLen, d.opts.MaxHeaders, &d.msg, &d.names); err != nil {
+		return nil, false, err
+	}
+	d.lent = total
+	d.offset += int64(total)
+	return &d.msg, true, nil
+}
+
+// discardLent consumes the bytes of the last message decoded in place:
+// the caller is done with it.
+func (d *Decoder) discardLent() {
+	if d.lent > 0 {
+		d.pk.Discard(d.lent)
+		d.lent = 0
+	}
+}
+
 // truncated wraps a read error met inside a message (ErrWouldBlock is
 // returned as is: the message is only incomplete so far).
 func (d *Decoder) truncated(err error) error {
@@ -151,11 +222,14 @@ func (d *Decoder) truncated(err error) error {
 // Shrink gives the decoder's buffer back to a shared pool if it is larger
 // than the small one an idle decoder keeps and holds no unread input, so
 // that a decoder waiting between messages holds little memory whatever it
-// carried before. The Message last returned by Decode is invalid after
-// it. A decoder reading from a blocking source does this itself before
-// it waits; one reading from a non-blocking source (see [ErrWouldBlock])
-// may call Shrink once the caller is done with the message.
+// carried before; a message decoded in a [Peeker]'s lent bytes is
+// discarded from the reader. The Message last returned by Decode is
+// invalid after it. A decoder reading from a blocking source does this
+// itself before it waits; one reading from a non-blocking source (see
+// [ErrWouldBlock]) may call Shrink once the caller is done with the
+// message.
 func (d *Decoder) Shrink() {
+	d.discardLent()
 	if d.start != d.end || len(d.buf) <= keepBufferLen {
 		return
 	}

@@ -87,13 +87,14 @@ func fixCRCs(data []byte) []byte {
 }
 
 // FuzzDecode runs the Decoder over arbitrary bytes, as they are and with
-// their CRCs fixed up.
+// their CRCs fixed up, from plain, non-blocking and lending readers.
 func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkDecode(t, data)
 		checkDecode(t, fixCRCs(data))
 		checkDiscard(t, fixCRCs(data))
 		checkResume(t, fixCRCs(data), 1+len(data)%13)
+		checkPeek(t, fixCRCs(data), 1+len(data)%97)
 	})
 }
 

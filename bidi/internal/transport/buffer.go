@@ -9,12 +9,16 @@ const recvChunkSize = 16 << 10
 
 var chunkPool = sync.Pool{New: func() any { return new([recvChunkSize]byte) }}
 
-// recvBuffer is a FIFO of received bytes in pooled chunks.
+// recvBuffer is a FIFO of received bytes in pooled chunks. Its reader
+// may borrow the bytes of the first chunk in place (peek), and consume
+// them later (discard); while they are lent, that chunk is not given
+// back to the pool by anyone else (release drops it instead).
 type recvBuffer struct {
 	chunks []*[recvChunkSize]byte
-	r      int // read offset in chunks[0]
-	w      int // write offset in the last chunk
-	n      int // bytes buffered
+	r      int  // read offset in chunks[0]
+	w      int  // write offset in the last chunk
+	n      int  // bytes buffered
+	lent   bool // chunks[0][r:] was lent by peek and not consumed since
 }
 
 func (b *recvBuffer) len() int { return b.n }
@@ -32,44 +36,74 @@ func (b *recvBuffer) write(p []byte) {
 	}
 }
 
+// firstEnd returns the end of the buffered bytes in chunks[0].
+func (b *recvBuffer) firstEnd() int {
+	if len(b.chunks) == 1 {
+		return b.w
+	}
+	return recvChunkSize
+}
+
 func (b *recvBuffer) read(p []byte) int {
 	n := 0
 	for n < len(p) && b.n > 0 {
-		end := recvChunkSize
-		if len(b.chunks) == 1 {
-			end = b.w
-		}
-		c := copy(p[n:], b.chunks[0][b.r:end])
+		c := copy(p[n:], b.chunks[0][b.r:b.firstEnd()])
 		n += c
-		b.r += c
-		b.n -= c
-		if b.r == end {
-			if len(b.chunks) == 1 {
-				// Empty: give the last chunk back too.
-				chunkPool.Put(b.chunks[0])
-				b.chunks[0] = nil
-				b.chunks = b.chunks[:0]
-				b.r, b.w = 0, 0
-				break
-			}
-			chunkPool.Put(b.chunks[0])
-			b.chunks[0] = nil
+		b.consume(c)
+	}
+	return n
+}
+
+// peek lends the buffered bytes of the first chunk, without consuming
+// them. The slice's capacity ends with them: the writer may go on filling
+// the chunk past them.
+func (b *recvBuffer) peek() []byte {
+	if b.n == 0 {
+		return nil
+	}
+	b.lent = true
+	end := b.firstEnd()
+	return b.chunks[0][b.r:end:end]
+}
+
+// discard consumes n bytes, at most what peek returned.
+func (b *recvBuffer) discard(n int) {
+	b.consume(min(n, b.firstEnd()-b.r))
+}
+
+// consume drops n bytes from the front of chunks[0], giving the chunk
+// back to the pool once it is used up.
+func (b *recvBuffer) consume(n int) {
+	b.lent = false
+	b.r += n
+	b.n -= n
+	if b.r == b.firstEnd() {
+		chunkPool.Put(b.chunks[0])
+		b.chunks[0] = nil
+		if len(b.chunks) == 1 {
+			// Empty: the last chunk went back too.
+			b.chunks = b.chunks[:0]
+			b.w = 0
+		} else {
 			b.chunks = b.chunks[1:]
-			b.r = 0
 		}
+		b.r = 0
 	}
 	if b.n == 0 && cap(b.chunks) > 8 {
 		b.chunks = nil
 	}
-	return n
 }
 
 // release drops the buffered bytes.
 func (b *recvBuffer) release() {
 	for i, c := range b.chunks {
-		chunkPool.Put(c)
+		if i > 0 || !b.lent {
+			// A lent chunk may still be read: the garbage collector
+			// takes it when its borrower is done.
+			chunkPool.Put(c)
+		}
 		b.chunks[i] = nil
 	}
 	b.chunks = nil
-	b.r, b.w, b.n = 0, 0, 0
+	b.r, b.w, b.n, b.lent = 0, 0, 0, false
 }

@@ -170,6 +170,44 @@ func (s *Stream) ReadNow(p []byte) (int, error) {
 	return 0, nil
 }
 
+// Peek lends the response bytes that are ready and contiguous in memory
+// (a prefix of what ReadNow would return), without consuming them. They
+// stay in place, unchanged, until the next Peek, Discard or ReadNow, even
+// if the stream is closed meanwhile. With no bytes ready it returns what
+// ReadNow would: io.EOF, the stream's error, or nil while more may come.
+// Peek, Discard and ReadNow are for one reader at a time.
+func (s *Stream) Peek() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rbuf.len() > 0 {
+		return s.rbuf.peek(), nil
+	}
+	switch {
+	case s.err != nil:
+		return nil, s.err
+	case s.eof:
+		return nil, io.EOF
+	}
+	return nil, nil
+}
+
+// Discard consumes the first n bytes of what Peek returned, as reading
+// them would (the window they took is given back to the peer).
+func (s *Stream) Discard(n int) {
+	s.mu.Lock()
+	if !s.rbuf.lent {
+		// Closed meanwhile: the bytes were dropped.
+		s.mu.Unlock()
+		return
+	}
+	s.rbuf.discard(n)
+	inc := s.consumedLocked(int32(n))
+	s.mu.Unlock()
+	if inc > 0 {
+		s.cc.queueWindowUpdate(s, uint32(inc))
+	}
+}
+
 // SetNotify makes the stream call f whenever bytes, the end or an error
 // may have become ready for ReadNow, instead of waking Read: a reader
 // that does not block in Read decides whom to wake. f is called from the
