@@ -167,7 +167,7 @@ func (cc *conn) onData(f *http2.DataFrame) error {
 		cc.streamError(s.id, http2.ErrCodeProtocol, errors.New("DATA before the response headers"))
 		return nil
 	}
-	inc, err := s.onData(f.Data(), n, f.StreamEnded())
+	inc, err := s.onData(f.Data(), n)
 	if err != nil {
 		cc.streamError(s.id, http2.ErrCodeFlowControl, err)
 		return nil
@@ -176,9 +176,13 @@ func (cc *conn) onData(f *http2.DataFrame) error {
 		cc.queueWindowUpdate(s, uint32(inc))
 	}
 	if f.StreamEnded() {
+		// As for trailers (onHeaders): the stream leaves the connection
+		// before its reader can see the end.
 		cc.endedRemotely(s)
+		s.onEnd()
+		return nil
 	}
-	s.wake() // after the removal, as for onEnd
+	s.wake()
 	return nil
 }
 

@@ -296,9 +296,9 @@ func (s *Stream) closeDoneLocked() {
 // n including padding). It returns a stream error if the peer exceeded
 // the stream window, else the window increment to send now (padding,
 // which is never read, is given back as if it had been read). Called by
-// the read loop, which then wakes the reader (once an ending stream has
-// left the connection).
-func (s *Stream) onData(data []byte, n int32, end bool) (int32, error) {
+// the read loop, which then wakes the reader; END_STREAM is recorded
+// apart (onEnd), once the stream has left the connection.
+func (s *Stream) onData(data []byte, n int32) (int32, error) {
 	s.mu.Lock()
 	if n > s.recvWindow {
 		s.mu.Unlock()
@@ -311,12 +311,6 @@ func (s *Stream) onData(data []byte, n int32, end bool) (int32, error) {
 			inc = s.consumedLocked(pad)
 		}
 		s.rbuf.write(data)
-		if end {
-			s.eof = true
-		}
-	}
-	if s.eof {
-		s.closeDoneLocked()
 	}
 	s.mu.Unlock()
 	return inc, nil
