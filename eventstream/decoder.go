@@ -69,9 +69,10 @@ type Decoder struct {
 
 // Peeker is a reader that can lend the bytes it has buffered. A
 // [Decoder] reading from one decodes a message that lies whole in the lent
-// bytes in place, and discards it when the caller is done with it (at the
-// next Decode, Shrink or Reset), instead of copying it into a buffer of
-// its own first.
+// bytes in place, instead of copying it into a buffer of its own first,
+// and discards it from the reader once the caller is done with it: at the
+// next Decode or Shrink (Reset leaves the old reader as it is). A message
+// that the lent bytes cut off is read with Read as from any reader.
 type Peeker interface {
 	io.Reader
 	// Peek returns a prefix of the unread bytes without consuming them.

@@ -19,7 +19,11 @@
 // straight to the length a prelude claims. A CRC mismatch is a
 // [*ChecksumError] naming the checksum, the expected and the computed value.
 // A stream that ends inside a frame yields an error wrapping
-// io.ErrUnexpectedEOF; io.EOF is returned only at a frame boundary.
+// io.ErrUnexpectedEOF; io.EOF is returned only at a frame boundary. A
+// non-blocking reader returns [ErrWouldBlock] when nothing is ready, and
+// Decode resumes where it stopped on the next call. A reader that buffers
+// its input can lend it (see [Peeker]): a message that lies whole in the
+// lent bytes is decoded there, without being copied first.
 //
 // # Signing
 //

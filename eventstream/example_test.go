@@ -107,3 +107,50 @@ func ExampleSigner() {
 	// verified PayloadPart {"inputs":"Hello"}, :chunk-signature ce42ec697bfe8a70…
 	// end frame verified
 }
+
+// lender is a reader over bytes it already holds, which it lends to a
+// Decoder instead of copying them out.
+type lender struct{ buf []byte }
+
+func (l *lender) Read(p []byte) (int, error) {
+	if len(l.buf) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, l.buf)
+	l.buf = l.buf[n:]
+	return n, nil
+}
+
+func (l *lender) Peek() ([]byte, error) { return l.buf, nil }
+func (l *lender) Discard(n int)         { l.buf = l.buf[n:] }
+
+// A Decoder reading from a Peeker decodes each message where the reader
+// holds it: the payload is a view of the reader's own bytes, so the
+// message stays in the reader until the next Decode.
+func ExamplePeeker() {
+	var stream []byte
+	for _, text := range []string{"in", "place"} {
+		var err error
+		stream, err = eventstream.AppendMessage(stream, &eventstream.Message{Payload: []byte(text)})
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	src := &lender{buf: stream}
+	dec := eventstream.NewDecoder(src)
+	for {
+		m, err := dec.Decode()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%q: the reader holds %d bytes\n", m.Payload, len(src.buf))
+	}
+	fmt.Printf("at the end: %d bytes\n", len(src.buf))
+	// Output:
+	// "in": the reader holds 39 bytes
+	// "place": the reader holds 21 bytes
+	// at the end: 0 bytes
+}
