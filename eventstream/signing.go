@@ -9,6 +9,7 @@ import (
 	"errors"
 	"hash"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,9 +31,10 @@ const (
 // chain holds what signing and verification share: the signing key for the
 // current day, an HMAC keyed with it, the previous signature and a scratch
 // buffer for the string to sign. The parts of the string to sign that only
-// change once a second (the time stamp and the credential scope) and the
-// hash of the :date header, which changes once a millisecond, are cached.
-// Nothing here allocates once the key for the day has been derived.
+// change once a second (the time stamp and the credential scope) are
+// cached; the hash of the :date header, which changes once a millisecond,
+// is shared by every chain (sharedDate). Nothing here allocates once the
+// key for the day has been derived.
 type chain struct {
 	secret  string
 	region  string
@@ -61,10 +63,6 @@ type chain struct {
 	prefixSec int64
 	hasPrefix bool
 
-	dateMs   int64 // :date of dateHash
-	dateHash [sha256.Size]byte
-	hasDate  bool
-
 	prevHex []byte // hex of the previous signature; the seed at first
 	sum     [sha256.Size]byte
 }
@@ -81,24 +79,67 @@ func newChain(secret, region, service string, seed []byte) chain {
 	return c
 }
 
-// dateHeaderHash returns the SHA-256 of the encoded :date header for ms
+// dateHeaderHash sets h to the SHA-256 of the encoded :date header for ms
 // milliseconds since the epoch: the "header hash" of an event's string to
 // sign.
-func (c *chain) dateHeaderHash(ms int64) *[sha256.Size]byte {
-	if !c.hasDate || c.dateMs != ms {
-		var b [dateHeaderLen]byte
-		encodeDateHeader(&b, ms)
-		c.dateHash = sha256.Sum256(b[:])
-		c.dateMs, c.hasDate = ms, true
+func dateHeaderHash(ms int64, h *[sha256.Size]byte) {
+	if sharedDate.get(ms, h) {
+		return
 	}
-	return &c.dateHash
+	var b [dateHeaderLen]byte
+	encodeDateHeader(&b, ms)
+	*h = sha256.Sum256(b[:])
+	sharedDate.put(ms, h)
+}
+
+// sharedDate holds the :date header hash of the latest millisecond, for
+// every chain in the process: at a high rate of events, the signers of
+// many streams sign within the same millisecond, and compute it once.
+var sharedDate dateHashCache
+
+// dateHashCache is one millisecond's :date hash behind a sequence lock:
+// the sequence is odd while a writer changes the entry, and a reader
+// that sees it change (or odd) computes the hash itself. A writer that
+// finds another one at work leaves the entry alone. Every field is
+// atomic, so readers never block and the race detector agrees.
+type dateHashCache struct {
+	seq  atomic.Uint64
+	ms   atomic.Int64
+	hash [sha256.Size / 8]atomic.Uint64
+}
+
+// get sets h to the cached hash if it is ms's, and reports whether it did.
+func (c *dateHashCache) get(ms int64, h *[sha256.Size]byte) bool {
+	seq := c.seq.Load()
+	if seq&1 != 0 || seq == 0 || c.ms.Load() != ms {
+		return false
+	}
+	for i := range c.hash {
+		binary.BigEndian.PutUint64(h[8*i:], c.hash[i].Load())
+	}
+	return c.seq.Load() == seq
+}
+
+// put caches h as ms's hash, unless another writer is at work.
+func (c *dateHashCache) put(ms int64, h *[sha256.Size]byte) {
+	seq := c.seq.Load()
+	if seq&1 != 0 || !c.seq.CompareAndSwap(seq, seq+1) {
+		return
+	}
+	c.ms.Store(ms)
+	for i := range c.hash {
+		c.hash[i].Store(binary.BigEndian.Uint64(h[8*i:]))
+	}
+	c.seq.Store(seq + 2)
 }
 
 // signature computes the chunk signature of an envelope whose :date is ms
 // milliseconds since the epoch and whose payload hashes to payloadHash,
 // without advancing the chain.
 func (c *chain) signature(ms int64, payloadHash *[sha256.Size]byte) [sha256.Size]byte {
-	return c.compute(time.UnixMilli(ms), c.dateHeaderHash(ms), payloadHash)
+	var dateHash [sha256.Size]byte
+	dateHeaderHash(ms, &dateHash)
+	return c.compute(time.UnixMilli(ms), &dateHash, payloadHash)
 }
 
 // sign computes the signature for STS time t (truncated to seconds), the
