@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
 
 // Layout of a signed envelope (docs/wire.md §4.2): a 12-byte prelude, 67 bytes
@@ -95,10 +96,10 @@ func (p *sendPipe) start(i int) int {
 	return p.ends[i-1]
 }
 
-// enqueue appends the encoding of m if the queue has room. It reports
-// false when the queue is full. p.mu is not held.
-func (p *sendPipe) enqueue(m *eventstream.Message) (bool, error) {
-	size, err := m.EncodedLen()
+// enqueue appends the encoding of part's PayloadPart event if the queue
+// has room. It reports false when the queue is full. p.mu is not held.
+func (p *sendPipe) enqueue(part *wire.Part) (bool, error) {
+	size, err := wire.PartMessageLen(part)
 	if err != nil {
 		return false, err
 	}
@@ -114,7 +115,7 @@ func (p *sendPipe) enqueue(m *eventstream.Message) (bool, error) {
 	if p.q == nil {
 		p.q, p.qh = queuePool.Get()
 	}
-	q, err := eventstream.AppendMessage(p.q, m)
+	q, err := wire.AppendPartMessage(p.q, part)
 	if err != nil {
 		return false, err
 	}

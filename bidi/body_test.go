@@ -26,10 +26,9 @@ func testSigner(seed []byte) *eventstream.Signer {
 	return eventstream.NewSigner(testCreds, "us-west-2", signingName, seed, func(o *eventstream.SignerOptions) { o.Now = fixedNow })
 }
 
-// partMessage is an inner PayloadPart message with payload s.
-func partMessage(s string) *eventstream.Message {
-	h := wire.AppendPartHeaders(nil, &wire.Part{DataType: wire.DataTypeUTF8, CompletionState: wire.CompletionComplete})
-	return &eventstream.Message{Headers: h, Payload: []byte(s)}
+// partMessage is a PayloadPart with payload s.
+func partMessage(s string) *wire.Part {
+	return &wire.Part{Bytes: []byte(s), DataType: wire.DataTypeUTF8, CompletionState: wire.CompletionComplete}
 }
 
 // verifyStream decodes envelopes from b, verifies them against the chain
@@ -90,7 +89,7 @@ func newTestPipe(limit int) *sendPipe {
 }
 
 // mustEnqueue queues m, failing if the queue is full.
-func mustEnqueue(t *testing.T, p *sendPipe, m *eventstream.Message) {
+func mustEnqueue(t *testing.T, p *sendPipe, m *wire.Part) {
 	t.Helper()
 	if ok, err := p.enqueue(m); !ok || err != nil {
 		t.Fatalf("enqueue = %v, %v", ok, err)
@@ -102,9 +101,8 @@ func TestEnvelopeLayout(t *testing.T) {
 	if len(end) != envelopeOverhead {
 		t.Fatalf("end frame is %d bytes, envelopeOverhead %d", len(end), envelopeOverhead)
 	}
-	m := partMessage("xyz")
-	env, _ := testSigner(seedA).AppendMessage(nil, m)
-	inner, _ := eventstream.AppendMessage(nil, m)
+	inner, _ := wire.AppendPartMessage(nil, partMessage("xyz"))
+	env, _ := testSigner(seedA).AppendPayload(nil, inner)
 	if !bytes.Equal(env[envelopePrefix:len(env)-4], inner) {
 		t.Fatal("the inner message is not at envelopePrefix")
 	}
@@ -167,7 +165,7 @@ func TestPipeQueueBound(t *testing.T) {
 		}
 		queued++
 	}
-	if size, _ := part.EncodedLen(); queued*size > sendQueueBytes || (queued+1)*size <= sendQueueBytes {
+	if size, _ := wire.PartMessageLen(part); queued*size > sendQueueBytes || (queued+1)*size <= sendQueueBytes {
 		t.Fatalf("%d parts of %d bytes queued, bound %d", queued, size, sendQueueBytes)
 	}
 	if _, err := b.Read(make([]byte, 8<<10)); err != nil {
@@ -275,7 +273,7 @@ func TestEncodePartAllocs(t *testing.T) {
 	data := make([]byte, 256)
 	s.encodePart(context.Background(), Part{Data: data, Complete: true})
 	if n := testing.AllocsPerRun(100, func() {
-		if err := s.encodePart(context.Background(), Part{Data: data, Type: DataTypeUTF8, Complete: true}); err != nil {
+		if _, err := s.encodePart(context.Background(), Part{Data: data, Type: DataTypeUTF8, Complete: true}); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {
@@ -289,10 +287,19 @@ func TestEncodePartContentType(t *testing.T) {
 	c := &Client{options: Options{Padding: NoPadding{}}}
 	s := &Session{c: c, opts: &c.options}
 	for _, data := range [][]byte{nil, {}, []byte("x")} {
-		if err := s.encodePart(context.Background(), Part{Data: data, Complete: true}); err != nil {
+		part, err := s.encodePart(context.Background(), Part{Data: data, Complete: true})
+		if err != nil {
 			t.Fatal(err)
 		}
-		_, has := s.msg.Headers.Get(wire.ContentTypeHeader)
+		b, err := wire.AppendPartMessage(nil, &part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m eventstream.Message
+		if err := eventstream.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		_, has := m.Headers.Get(wire.ContentTypeHeader)
 		if want := len(data) > 0; has != want {
 			t.Errorf("%d-byte part: :content-type present %v, want %v", len(data), has, want)
 		}

@@ -384,9 +384,9 @@ func (s *Session) decode() (it recvItem, blocked bool) {
 		if err != nil {
 			return s.streamEnded(s.decodeError(err)), false
 		}
-		switch wire.Classify(m) {
+		switch wire.ClassifyPart(m, &r.part) {
 		case wire.KindPayloadPart:
-			it := s.partItem(m, &r.part)
+			it := s.partItem(&r.part)
 			if r.dec.Discarded() > 0 {
 				it.oversize, it.size, it.data = true, 0, nil
 			}
@@ -407,12 +407,12 @@ func (s *Session) decode() (it recvItem, blocked bool) {
 	}
 }
 
-// partItem returns the item for PayloadPart m, parsed into p; its data
-// aliases m's payload. As a client must (docs/wire.md §2.3), it does not
-// enforce the model's constraints on what it receives: a DataType other
-// than UTF8 is binary, a CompletionState other than PARTIAL complete.
-func (s *Session) partItem(m *eventstream.Message, p *wire.Part) recvItem {
-	wire.ParsePart(m, p)
+// partItem returns the item for the PayloadPart parsed into p; its data
+// aliases the message's payload. As a client must (docs/wire.md §2.3), it
+// does not enforce the model's constraints on what it receives: a
+// DataType other than UTF8 is binary, a CompletionState other than
+// PARTIAL complete.
+func (s *Session) partItem(p *wire.Part) recvItem {
 	if !p.Valid() {
 		s.logf(logging.Debug, "bidi: PayloadPart with a DataType or CompletionState outside the model's values; taken as %s", partShape(p))
 	}

@@ -8,7 +8,6 @@ import (
 	mathrand "math/rand/v2"
 	"unicode/utf8"
 
-	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
 
@@ -231,14 +230,15 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 		return s.sendCause()
 	default:
 	}
-	if err := s.encodePart(ctx, p); err != nil {
+	part, err := s.encodePart(ctx, p)
+	if err != nil {
 		if err == errSendOver {
 			return s.sendCause()
 		}
 		return s.interrupted(err, midMessage)
 	}
 	for {
-		ok, err := s.pipe.enqueue(&s.msg)
+		ok, err := s.pipe.enqueue(&part)
 		switch {
 		case ok:
 			s.obs.sent(len(p.Data))
@@ -300,12 +300,12 @@ func wrapEncodeError(err error) error {
 	return fmt.Errorf("bidi: encoding part: %w", err)
 }
 
-// encodePart fills s.msg with the PayloadPart for p: DataType,
-// CompletionState and padding headers, p.Data as payload. It allocates
-// nothing once the session's buffers have grown. A wait for the client's
-// shared padding source ends with ctx's error, or with errSendOver when
-// the session or its send side ends first.
-func (s *Session) encodePart(ctx context.Context, p Part) error {
+// encodePart returns the PayloadPart for p: DataType, CompletionState and
+// padding (in s.pad), p.Data as payload. It allocates nothing once the
+// session's padding buffer has grown. A wait for the client's shared
+// padding source ends with ctx's error, or with errSendOver when the
+// session or its send side ends first.
+func (s *Session) encodePart(ctx context.Context, p Part) (wire.Part, error) {
 	dt, cs := wire.DataTypeBinary, wire.CompletionPartial
 	if p.Type == DataTypeUTF8 {
 		dt = wire.DataTypeUTF8
@@ -324,13 +324,11 @@ func (s *Session) encodePart(ctx context.Context, p Part) error {
 		}
 		s.pad, err = fillPadding(ctx, s.pad[:0], n, s.padSrc)
 		if err != nil {
-			return err
+			return wire.Part{}, err
 		}
 		pad = s.pad
 	}
-	s.hdrs = wire.AppendPartHeaders(s.hdrs[:0], &wire.Part{Bytes: p.Data, DataType: dt, CompletionState: cs, Padding: pad})
-	s.msg = eventstream.Message{Headers: s.hdrs, Payload: p.Data}
-	return nil
+	return wire.Part{Bytes: p.Data, DataType: dt, CompletionState: cs, Padding: pad}, nil
 }
 
 // paddingSource returns session s's source of padding bytes: for

@@ -94,8 +94,6 @@ type Session struct {
 	partText   utf8Stream // for a UTF8 one, the UTF-8 check across its parts
 	maxPart    int
 	partCut    int // payload of PARTIAL parts (partialCut)
-	hdrs       eventstream.Headers
-	msg        eventstream.Message
 	pad        []byte
 	padh       *[]byte // pad's padPool handle, if it came from the pool
 	padSrc     padSource

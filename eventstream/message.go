@@ -8,6 +8,9 @@ import (
 
 const (
 	preludeLen = 12
+	// PreludeLen is the length of a message's prelude: total length,
+	// header block length and their CRC, 4 bytes each.
+	PreludeLen = preludeLen
 	// Overhead is the number of bytes a message adds around its headers
 	// and payload: the 12-byte prelude and the 4-byte message CRC.
 	Overhead = preludeLen + 4
@@ -66,6 +69,28 @@ func AppendMessage(dst []byte, m *Message) ([]byte, error) {
 	dst = grow(dst, total)[:start+total]
 	putMessage(dst[start:], m, hl, nil)
 	return dst, nil
+}
+
+// FinishMessage completes a message built in place: msg holds PreludeLen
+// bytes for the prelude, a header block of headersLen bytes (as
+// AppendHeaders encodes it), the payload, and 4 bytes for the message
+// CRC. It writes the prelude and both checksums, so that msg is what
+// AppendMessage would have produced. Lengths outside the format's limits
+// are a [*LengthError], and msg is left as it is.
+func FinishMessage(msg []byte, headersLen int) error {
+	if headersLen < 0 || len(msg) < Overhead+headersLen {
+		return &LengthError{Err: ErrInvalidLength, Length: int64(len(msg)), Limit: int64(Overhead + max(headersLen, 0))}
+	}
+	if headersLen > DefaultMaxHeadersLen {
+		return &LengthError{Err: ErrHeadersTooLarge, Length: int64(headersLen), Limit: DefaultMaxHeadersLen}
+	}
+	if pl := len(msg) - Overhead - headersLen; pl > DefaultMaxPayloadLen {
+		return &LengthError{Err: ErrPayloadTooLarge, Length: int64(pl), Limit: DefaultMaxPayloadLen}
+	}
+	var pc *preludeCache
+	pc.put(msg, len(msg), headersLen)
+	binary.BigEndian.PutUint32(msg[len(msg)-4:], crc32.Update(0, crcTable, msg[:len(msg)-4]))
+	return nil
 }
 
 // putMessage encodes m into b, which is exactly as long as the encoded

@@ -6,6 +6,7 @@ package wire
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
@@ -96,13 +97,69 @@ const (
 
 // Classify returns the kind of m.
 func Classify(m *eventstream.Message) Kind {
-	mt, ok := stringHeader(m.Headers, MessageTypeHeader)
+	var f eventFields
+	f.scan(m.Headers)
+	return f.kind()
+}
+
+// ParsePart reads the PayloadPart fields of m into p. The slices alias m.
+// It accepts any value: UTF8 and Complete interpret values outside the
+// model's enums leniently, as clients must (docs/wire.md §2.3); Valid tells
+// whether the values conform, for a receiver that checks its peer.
+func ParsePart(m *eventstream.Message, p *Part) {
+	var f eventFields
+	f.scan(m.Headers)
+	f.part(m, p)
+}
+
+// ClassifyPart is Classify and, for a PayloadPart, ParsePart, in one pass
+// over m's headers: what a receiver does with every message.
+func ClassifyPart(m *eventstream.Message, p *Part) Kind {
+	var f eventFields
+	f.scan(m.Headers)
+	k := f.kind()
+	if k == KindPayloadPart {
+		f.part(m, p)
+	}
+	return k
+}
+
+// eventFields holds the headers that classifying a message and parsing a
+// PayloadPart read (nil when absent): the last of each name, as
+// Headers.Get finds them.
+type eventFields struct {
+	messageType, eventType, dataType, completion, padding *eventstream.Value
+}
+
+func (f *eventFields) scan(h eventstream.Headers) {
+	for i := range h {
+		var slot **eventstream.Value
+		switch h[i].Name {
+		case MessageTypeHeader:
+			slot = &f.messageType
+		case EventTypeHeader:
+			slot = &f.eventType
+		case DataTypeHeader:
+			slot = &f.dataType
+		case CompletionStateHeader:
+			slot = &f.completion
+		case PaddingHeader:
+			slot = &f.padding
+		default:
+			continue
+		}
+		*slot = &h[i].Value
+	}
+}
+
+func (f *eventFields) kind() Kind {
+	mt, ok := stringOf(f.messageType)
 	if !ok {
 		return KindInvalid
 	}
 	switch {
 	case bytes.Equal(mt, MessageTypeEvent):
-		if et, ok := stringHeader(m.Headers, EventTypeHeader); ok && bytes.Equal(et, EventTypePayloadPart) {
+		if et, ok := stringOf(f.eventType); ok && bytes.Equal(et, EventTypePayloadPart) {
 			return KindPayloadPart
 		}
 		return KindUnknownEvent
@@ -114,15 +171,11 @@ func Classify(m *eventstream.Message) Kind {
 	return KindUnknown
 }
 
-// ParsePart reads the PayloadPart fields of m into p. The slices alias m.
-// It accepts any value: UTF8 and Complete interpret values outside the
-// model's enums leniently, as clients must (docs/wire.md §2.3); Valid tells
-// whether the values conform, for a receiver that checks its peer.
-func ParsePart(m *eventstream.Message, p *Part) {
+func (f *eventFields) part(m *eventstream.Message, p *Part) {
 	*p = Part{Bytes: m.Payload}
-	p.DataType, _ = stringHeader(m.Headers, DataTypeHeader)
-	p.CompletionState, _ = stringHeader(m.Headers, CompletionStateHeader)
-	p.Padding, _ = stringHeader(m.Headers, PaddingHeader)
+	p.DataType, _ = stringOf(f.dataType)
+	p.CompletionState, _ = stringOf(f.completion)
+	p.Padding, _ = stringOf(f.padding)
 }
 
 // Valid reports whether DataType and CompletionState are absent or hold
@@ -153,7 +206,16 @@ func String(m *eventstream.Message, name string) string {
 
 func stringHeader(h eventstream.Headers, name string) ([]byte, bool) {
 	v, ok := h.Get(name)
-	if !ok || v.Type != eventstream.TypeString {
+	if !ok {
+		return nil, false
+	}
+	return stringOf(&v)
+}
+
+// stringOf returns the value of a string header (empty, not nil, when it
+// is empty), and false for nil or a value of another type.
+func stringOf(v *eventstream.Value) ([]byte, bool) {
+	if v == nil || v.Type != eventstream.TypeString {
 		return nil, false
 	}
 	if v.Bytes == nil {
@@ -182,4 +244,76 @@ func ErrorHeaders(code, message string) eventstream.Headers {
 		h = append(h, eventstream.Header{Name: ErrorMessageHeader, Value: eventstream.StringValue(message)})
 	}
 	return h
+}
+
+// partTrailer holds the encoded headers that follow DataType,
+// CompletionState and P in a PayloadPart: :event-type and :message-type,
+// then :content-type for a part with a payload.
+var partTrailer, partTrailerNoPayload = func() ([]byte, []byte) {
+	h := eventstream.Headers{
+		{Name: EventTypeHeader, Value: eventstream.StringBytesValue(EventTypePayloadPart)},
+		{Name: MessageTypeHeader, Value: eventstream.StringBytesValue(MessageTypeEvent)},
+		{Name: ContentTypeHeader, Value: eventstream.StringBytesValue(ContentTypeOctets)},
+	}
+	with, err := eventstream.AppendHeaders(nil, h)
+	if err != nil {
+		panic("wire: " + err.Error())
+	}
+	without, _ := eventstream.AppendHeaders(nil, h[:2])
+	return with, without
+}()
+
+// AppendPartMessage appends the PayloadPart event for p to dst: the
+// message eventstream.AppendMessage encodes from AppendPartHeaders and
+// p.Bytes, byte for byte, built without a header list (the headers that
+// never change are copied encoded). Errors are AppendMessage's.
+func AppendPartMessage(dst []byte, p *Part) ([]byte, error) {
+	var hb [3]eventstream.Header
+	lead, trailer := partHeaders(p, &hb)
+	size, err := (&eventstream.Message{Headers: lead, Payload: p.Bytes}).EncodedLen()
+	if err != nil {
+		return dst, err
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, size+len(trailer))[:start+eventstream.PreludeLen]
+	if dst, err = eventstream.AppendHeaders(dst, lead); err != nil {
+		return dst[:start], err
+	}
+	dst = append(dst, trailer...)
+	headersLen := len(dst) - start - eventstream.PreludeLen
+	dst = append(dst, p.Bytes...)
+	dst = append(dst, 0, 0, 0, 0)
+	if err := eventstream.FinishMessage(dst[start:], headersLen); err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+// PartMessageLen returns the length of the message AppendPartMessage
+// appends for p, or its error.
+func PartMessageLen(p *Part) (int, error) {
+	var hb [3]eventstream.Header
+	lead, trailer := partHeaders(p, &hb)
+	n, err := (&eventstream.Message{Headers: lead, Payload: p.Bytes}).EncodedLen()
+	return n + len(trailer), err
+}
+
+// partHeaders returns, in hb, the headers of p that vary (DataType,
+// CompletionState and P, each when set) and the encoded headers that
+// follow them.
+func partHeaders(p *Part, hb *[3]eventstream.Header) (lead eventstream.Headers, trailer []byte) {
+	lead = hb[:0]
+	if len(p.DataType) > 0 {
+		lead = append(lead, eventstream.Header{Name: DataTypeHeader, Value: eventstream.StringBytesValue(p.DataType)})
+	}
+	if len(p.CompletionState) > 0 {
+		lead = append(lead, eventstream.Header{Name: CompletionStateHeader, Value: eventstream.StringBytesValue(p.CompletionState)})
+	}
+	if len(p.Padding) > 0 {
+		lead = append(lead, eventstream.Header{Name: PaddingHeader, Value: eventstream.StringBytesValue(p.Padding)})
+	}
+	if len(p.Bytes) == 0 {
+		return lead, partTrailerNoPayload
+	}
+	return lead, partTrailer
 }

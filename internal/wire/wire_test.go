@@ -3,6 +3,8 @@ package wire
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -126,5 +128,134 @@ func TestClassify(t *testing.T) {
 	m := eventstream.Message{Headers: ErrorHeaders("Code", "msg")}
 	if String(&m, ErrorCodeHeader) != "Code" || String(&m, ErrorMessageHeader) != "msg" || String(&m, "absent") != "" {
 		t.Fatal("String returned wrong values")
+	}
+}
+
+// TestClassifyPartMatchesLookups compares the one-pass ClassifyPart (and
+// Classify, ParsePart) with header lookups by name (Headers.Get, the last
+// header of a name) on random header lists: repeated names, values of
+// other types, empty and missing values, unrelated headers.
+func TestClassifyPartMatchesLookups(t *testing.T) {
+	lookup := func(h eventstream.Headers, name string) ([]byte, bool) {
+		v, ok := h.Get(name)
+		if !ok || v.Type != eventstream.TypeString {
+			return nil, false
+		}
+		if v.Bytes == nil {
+			return []byte{}, true
+		}
+		return v.Bytes, true
+	}
+	refKind := func(h eventstream.Headers) Kind {
+		mt, ok := lookup(h, MessageTypeHeader)
+		switch {
+		case !ok:
+			return KindInvalid
+		case bytes.Equal(mt, MessageTypeEvent):
+			if et, ok := lookup(h, EventTypeHeader); ok && bytes.Equal(et, EventTypePayloadPart) {
+				return KindPayloadPart
+			}
+			return KindUnknownEvent
+		case bytes.Equal(mt, MessageTypeException):
+			return KindException
+		case bytes.Equal(mt, MessageTypeError):
+			return KindError
+		}
+		return KindUnknown
+	}
+	names := []string{MessageTypeHeader, EventTypeHeader, DataTypeHeader, CompletionStateHeader, PaddingHeader, ContentTypeHeader, "x"}
+	values := []eventstream.Value{
+		eventstream.StringBytesValue(MessageTypeEvent), eventstream.StringBytesValue(EventTypePayloadPart),
+		eventstream.StringBytesValue(MessageTypeError), eventstream.StringBytesValue(DataTypeUTF8),
+		eventstream.StringBytesValue(CompletionPartial), eventstream.StringValue(""), eventstream.StringValue("pad"),
+		eventstream.Int32Value(7), eventstream.BytesValue([]byte("event")),
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		var h eventstream.Headers
+		for range r.IntN(8) {
+			h = append(h, eventstream.Header{Name: names[r.IntN(len(names))], Value: values[r.IntN(len(values))]})
+		}
+		m := eventstream.Message{Headers: h, Payload: []byte("payload")}
+		want := refKind(h)
+		var p Part
+		got := ClassifyPart(&m, &p)
+		if got != want || Classify(&m) != want {
+			t.Fatalf("%v: ClassifyPart %v, Classify %v, want %v", h, got, Classify(&m), want)
+		}
+		if want != KindPayloadPart {
+			continue
+		}
+		var q Part
+		ParsePart(&m, &q)
+		dt, _ := lookup(h, DataTypeHeader)
+		cs, _ := lookup(h, CompletionStateHeader)
+		pad, _ := lookup(h, PaddingHeader)
+		for _, x := range []Part{p, q} {
+			if !bytes.Equal(x.Bytes, m.Payload) || !sameBytes(x.DataType, dt) || !sameBytes(x.CompletionState, cs) || !sameBytes(x.Padding, pad) {
+				t.Fatalf("%v: parsed %+v, want DataType %q CompletionState %q P %q", h, x, dt, cs, pad)
+			}
+		}
+	}
+}
+
+// sameBytes is bytes.Equal that also tells nil (absent) from empty.
+func sameBytes(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
+
+// TestAppendPartMessageMatchesAppendMessage: AppendPartMessage writes the
+// bytes AppendMessage writes for AppendPartHeaders and the payload, for
+// parts with and without each header and payload, small and large
+// padding, after existing bytes; PartMessageLen is their length; and a
+// part too large for the format fails the same way, leaving dst alone.
+func TestAppendPartMessageMatchesAppendMessage(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	types := [][]byte{nil, DataTypeUTF8, DataTypeBinary, []byte("OTHER")}
+	states := [][]byte{nil, CompletionPartial, CompletionComplete}
+	for i := range 3000 {
+		p := Part{
+			DataType:        types[r.IntN(len(types))],
+			CompletionState: states[r.IntN(len(states))],
+		}
+		if n := r.IntN(3); n > 0 {
+			p.Bytes = bytes.Repeat([]byte{byte(i)}, []int{0, 1 + r.IntN(100), 1 + r.IntN(70000)}[n])
+		}
+		if r.IntN(2) == 1 {
+			p.Padding = bytes.Repeat([]byte{'p'}, 1+r.IntN([]int{64, 32767}[r.IntN(2)]))
+		}
+		prefix := []byte("existing")
+		want, err := eventstream.AppendMessage(bytes.Clone(prefix), &eventstream.Message{Headers: AppendPartHeaders(nil, &p), Payload: p.Bytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendPartMessage(bytes.Clone(prefix), &p)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("part %d (%q %q, %d bytes, %d padding): %v, bytes differ", i, p.DataType, p.CompletionState, len(p.Bytes), len(p.Padding), err)
+		}
+		if n, err := PartMessageLen(&p); err != nil || n != len(want)-len(prefix) {
+			t.Fatalf("PartMessageLen = %d, %v; want %d", n, err, len(want)-len(prefix))
+		}
+	}
+	big := Part{Bytes: make([]byte, eventstream.DefaultMaxPayloadLen+1)}
+	got, err := AppendPartMessage([]byte("x"), &big)
+	var le *eventstream.LengthError
+	if !errors.As(err, &le) || !errors.Is(err, eventstream.ErrPayloadTooLarge) || string(got) != "x" {
+		t.Fatalf("oversize payload: %v, dst %d bytes", err, len(got))
+	}
+	if _, err := PartMessageLen(&Part{Padding: make([]byte, 1<<16)}); err == nil {
+		t.Fatal("PartMessageLen accepted a P header over 32767 bytes")
+	}
+}
+
+// TestAppendPartMessageAllocs: into a buffer with room, encoding a part
+// allocates nothing.
+func TestAppendPartMessageAllocs(t *testing.T) {
+	p := Part{Bytes: make([]byte, 640), DataType: DataTypeBinary, CompletionState: CompletionComplete, Padding: bytes.Repeat([]byte{'p'}, 64)}
+	buf := make([]byte, 0, 4096)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := AppendPartMessage(buf[:0], &p); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("AppendPartMessage allocates %v times", n)
 	}
 }
