@@ -147,11 +147,12 @@ type receiver struct {
 	ahead      []recvItem
 	aheadBytes int
 
-	waiting  atomic.Bool   // a Recv waits in nextItem for bytes
-	recvWake chan struct{} // cap 1: wakes that Recv
-	bgWake   chan struct{} // cap 1: wakes the session goroutine (readAhead)
-	missed   atomic.Bool   // readAhead found recvLock taken: retry at unlock
-	bgRounds atomic.Int64  // times the session goroutine was woken to read ahead (for tests)
+	streaming atomic.Bool   // src is set and respReady closed: the model answered
+	waiting   atomic.Bool   // a Recv waits in nextItem for bytes
+	recvWake  chan struct{} // cap 1: wakes that Recv
+	bgWake    chan struct{} // cap 1: wakes the session goroutine (readAhead)
+	missed    atomic.Bool   // readAhead found recvLock taken: retry at unlock
+	bgRounds  atomic.Int64  // times the session goroutine was woken to read ahead (for tests)
 }
 
 // respSource is the response body as the receiver reads it: without
@@ -328,6 +329,9 @@ func (s *Session) unlockRecv() {
 // answered. It returns why not if the session ended first, or ctx's
 // error. The receive lock is held.
 func (s *Session) awaitStream(ctx context.Context) error {
+	if s.rx.streaming.Load() {
+		return nil // checked for every Recv: without touching respReady
+	}
 	select {
 	case <-s.respReady:
 	default:

@@ -192,10 +192,8 @@ func (s *Session) sendable() error {
 	if s.sendClosed {
 		return ErrSendClosed
 	}
-	select {
-	case <-s.state.over:
+	if s.state.isOver.Load() {
 		return s.sendCause()
-	default:
 	}
 	if s.ctx.Err() != nil {
 		return s.sendCause()
@@ -222,13 +220,11 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 	if err := ctx.Err(); err != nil {
 		return s.interrupted(err, midMessage)
 	}
-	select {
-	case <-s.state.over:
+	if s.state.isOver.Load() {
 		// The stream is over: nothing more reaches the model. Report why,
 		// leaving the session, and the messages Recv has yet to return,
 		// alone.
 		return s.sendCause()
-	default:
 	}
 	part, err := s.encodePart(ctx, p)
 	if err != nil {

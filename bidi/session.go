@@ -358,6 +358,7 @@ func (s *Session) run(a *attempt) {
 		s.obs.response(resp.StatusCode)
 		s.state.advance(phaseStreaming)
 		close(s.respReady)
+		s.rx.streaming.Store(true)
 		if s.c.logOn {
 			s.logf(logging.Debug, "bidi: session with endpoint %q answered: HTTP %d after %d attempt(s)", s.input.EndpointName, resp.StatusCode, a.n)
 		}

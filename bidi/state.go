@@ -55,13 +55,15 @@ const (
 
 // sessionState is a session's phase and its one terminal-error slot: why
 // the session (at least its send side) ended. Guarded by mu; over is
-// closed when err is first set, userClosed is set by Close.
+// closed, and isOver set, when err is first set; userClosed is set by
+// Close.
 type sessionState struct {
 	mu          sync.Mutex
 	phase       phase
 	err         error
 	provisional bool // err is a stand-in (the stream ended, reason not decoded yet)
 	over        chan struct{}
+	isOver      atomic.Bool // over is closed: what Send checks for every part, without touching the channel
 	userClosed  atomic.Bool
 }
 
@@ -96,6 +98,7 @@ func (s *Session) end(err error, to phase, mode endMode) bool {
 	switch {
 	case st.err == nil:
 		st.err, st.provisional = err, mode == endProvisional
+		st.isOver.Store(true)
 		close(st.over)
 		recorded = true
 	case mode == endIfOpen:
