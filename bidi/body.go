@@ -99,10 +99,7 @@ func (p *sendPipe) start(i int) int {
 // enqueue appends the encoding of part's PayloadPart event if the queue
 // has room. It reports false when the queue is full. p.mu is not held.
 func (p *sendPipe) enqueue(part *wire.Part) (bool, error) {
-	size, err := wire.PartMessageLen(part)
-	if err != nil {
-		return false, err
-	}
+	size := wire.PartMessageLen(part)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {

@@ -165,7 +165,7 @@ func TestPipeQueueBound(t *testing.T) {
 		}
 		queued++
 	}
-	if size, _ := wire.PartMessageLen(part); queued*size > sendQueueBytes || (queued+1)*size <= sendQueueBytes {
+	if size := wire.PartMessageLen(part); queued*size > sendQueueBytes || (queued+1)*size <= sendQueueBytes {
 		t.Fatalf("%d parts of %d bytes queued, bound %d", queued, size, sendQueueBytes)
 	}
 	if _, err := b.Read(make([]byte, 8<<10)); err != nil {

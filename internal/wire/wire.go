@@ -290,12 +290,24 @@ func AppendPartMessage(dst []byte, p *Part) ([]byte, error) {
 }
 
 // PartMessageLen returns the length of the message AppendPartMessage
-// appends for p, or its error.
-func PartMessageLen(p *Part) (int, error) {
-	var hb [3]eventstream.Header
-	lead, trailer := partHeaders(p, &hb)
-	n, err := (&eventstream.Message{Headers: lead, Payload: p.Bytes}).EncodedLen()
-	return n + len(trailer), err
+// appends for p, when p can be encoded (AppendPartMessage says when it
+// cannot).
+func PartMessageLen(p *Part) int {
+	// A string header is its name's length, the name, the type, the
+	// value's length (2 bytes) and the value.
+	n := eventstream.Overhead + len(p.Bytes)
+	for _, h := range [...]struct {
+		name  string
+		value []byte
+	}{{DataTypeHeader, p.DataType}, {CompletionStateHeader, p.CompletionState}, {PaddingHeader, p.Padding}} {
+		if len(h.value) > 0 {
+			n += 1 + len(h.name) + 1 + 2 + len(h.value)
+		}
+	}
+	if len(p.Bytes) == 0 {
+		return n + len(partTrailerNoPayload)
+	}
+	return n + len(partTrailer)
 }
 
 // partHeaders returns, in hb, the headers of p that vary (DataType,

@@ -231,8 +231,8 @@ func TestAppendPartMessageMatchesAppendMessage(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("part %d (%q %q, %d bytes, %d padding): %v, bytes differ", i, p.DataType, p.CompletionState, len(p.Bytes), len(p.Padding), err)
 		}
-		if n, err := PartMessageLen(&p); err != nil || n != len(want)-len(prefix) {
-			t.Fatalf("PartMessageLen = %d, %v; want %d", n, err, len(want)-len(prefix))
+		if n := PartMessageLen(&p); n != len(want)-len(prefix) {
+			t.Fatalf("PartMessageLen = %d, want %d", n, len(want)-len(prefix))
 		}
 	}
 	big := Part{Bytes: make([]byte, eventstream.DefaultMaxPayloadLen+1)}
@@ -241,8 +241,8 @@ func TestAppendPartMessageMatchesAppendMessage(t *testing.T) {
 	if !errors.As(err, &le) || !errors.Is(err, eventstream.ErrPayloadTooLarge) || string(got) != "x" {
 		t.Fatalf("oversize payload: %v, dst %d bytes", err, len(got))
 	}
-	if _, err := PartMessageLen(&Part{Padding: make([]byte, 1<<16)}); err == nil {
-		t.Fatal("PartMessageLen accepted a P header over 32767 bytes")
+	if _, err := AppendPartMessage(nil, &Part{Padding: make([]byte, 1<<16)}); err == nil {
+		t.Fatal("AppendPartMessage accepted a P header over 32767 bytes")
 	}
 }
 
