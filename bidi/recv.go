@@ -80,10 +80,12 @@ func (s *Session) Recv(ctx context.Context) (Message, error) {
 
 // RecvPart returns the next part exactly as it arrived, without
 // reassembly, for callers that process fragments as they come (live
-// audio). Part.Data is valid until the next call to RecvPart or Recv. A
-// part larger than Options.MaxMessageSize is discarded and reported as a
-// [*MessageTooLargeError]. Errors and ctx are as for Recv. Do not mix Recv
-// and RecvPart in the middle of a message.
+// audio). Part.Data is valid until the next call to RecvPart or Recv: a
+// small part (up to 4 KiB) is returned in a buffer of the session's that
+// the next call reuses, so that a stream of small parts allocates
+// nothing. A part larger than Options.MaxMessageSize is discarded and
+// reported as a [*MessageTooLargeError]. Errors and ctx are as for Recv.
+// Do not mix Recv and RecvPart in the middle of a message.
 func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 	if err := s.lockRecv(ctx); err != nil {
 		return Part{}, err
@@ -97,7 +99,25 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 	if it.oversize {
 		return Part{}, &MessageTooLargeError{Limit: int64(s.maxMessage)}
 	}
-	return Part{Data: it.ownData(), Type: it.typ, Complete: it.complete}, nil
+	return Part{Data: s.partData(it), Type: it.typ, Complete: it.complete}, nil
+}
+
+// partBufMax is the largest part RecvPart returns in the session's reused
+// buffer (which an idle session keeps); a larger one is a copy of its own.
+const partBufMax = 4 << 10
+
+// partData returns the item's data for RecvPart: owned data as it is, a
+// small part in s.partBuf, a larger one copied. The receive lock is held.
+func (s *Session) partData(it recvItem) []byte {
+	if it.owned || len(it.data) == 0 || len(it.data) > partBufMax {
+		return it.ownData()
+	}
+	n := len(it.data)
+	if cap(s.partBuf) < n {
+		s.partBuf = make([]byte, 0, min(max(n, 2*cap(s.partBuf)), partBufMax))
+	}
+	s.partBuf = append(s.partBuf[:0], it.data...)
+	return s.partBuf[:n:n]
 }
 
 // ownData returns the item's data as the caller's own: as is if owned,

@@ -1,6 +1,7 @@
 package bidi_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -95,5 +96,40 @@ func TestWaitingRecvLeavesSessionGoroutineAsleep(t *testing.T) {
 	// session goroutine, as it should be; that is the exception.
 	if n := bidi.ReadAheadRounds(sess); n > messages/10 {
 		t.Errorf("the session goroutine was woken %d times for %d messages, each received by a waiting Recv", n, messages)
+	}
+}
+
+// TestRecvPartReusesSmallBuffer: RecvPart returns a small part in a buffer
+// of the session's that the next call reuses (its Data is valid until
+// then, as documented), so a stream of small parts allocates no data
+// buffers; a part over 4 KiB is a copy of its own that outlives the next
+// call.
+func TestRecvPartReusesSmallBuffer(t *testing.T) {
+	srv := newServer(t, biditest.Echo())
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(), ctx)
+	recvPart := func(send []byte) bidi.Part {
+		t.Helper()
+		if err := sess.Send(ctx, bidi.Binary(send)); err != nil {
+			t.Fatal(err)
+		}
+		p, err := sess.RecvPart(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(p.Data, send) || !p.Complete {
+			t.Fatalf("RecvPart = %d bytes (complete %v), want the %d sent", len(p.Data), p.Complete, len(send))
+		}
+		return p
+	}
+	first := recvPart(bytes.Repeat([]byte{1}, 640))
+	second := recvPart(bytes.Repeat([]byte{2}, 100))
+	if &first.Data[0] != &second.Data[0] || cap(second.Data) != len(second.Data) {
+		t.Fatal("small parts do not share the session's buffer, or its capacity shows past the part")
+	}
+	big := recvPart(bytes.Repeat([]byte{3}, 5000))
+	recvPart(bytes.Repeat([]byte{4}, 640))
+	if !bytes.Equal(big.Data, bytes.Repeat([]byte{3}, 5000)) {
+		t.Fatal("a large part changed under the next RecvPart")
 	}
 }

@@ -110,6 +110,7 @@ type Session struct {
 	recvLock   ctxLock
 	rx         receiver
 	asm        reassembler  // in the session itself: Recv checks it for every message
+	partBuf    []byte       // RecvPart's small parts, valid until the next call
 	lastRecv   atomic.Int64 // monotonic time of the last part decoded
 	recvErr    error        // sticky terminal receive error
 	midMessage bool         // the last part delivered was PARTIAL

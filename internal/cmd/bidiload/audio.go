@@ -16,7 +16,9 @@ const audioInterval = 20 * time.Millisecond
 // audio runs -n sessions that each send a -size (640 B) message every
 // 20 ms for -duration (after a one-second warm-up), read the echoes, and
 // reports the client's CPU per session-minute, the send-to-echo latency
-// and how late sends were.
+// and how late sends were. The echoes are read with Recv, or with
+// RecvPart (-recv part: each echo is one part), which reuses the
+// session's buffer instead of allocating one per message.
 func audio(res *result) {
 	S, size := *fN, *fSize
 	if size == 0 {
@@ -37,6 +39,8 @@ func audio(res *result) {
 		res.add("open", openTime)
 	}
 	res.add("n", S)
+	byPart := *fRecv == "part"
+	res.add("recv", *fRecv)
 	res.add("dials", dc.n.Load())
 
 	perSession := int((warmup+D)/audioInterval) + 16
@@ -85,11 +89,21 @@ func audio(res *result) {
 		}
 		receivers.Go(func() {
 			for {
-				m, err := s.Recv(ctx)
+				var data []byte
+				var err error
+				if byPart {
+					var p bidi.Part
+					p, err = s.RecvPart(ctx)
+					data = p.Data
+				} else {
+					var m bidi.Message
+					m, err = s.Recv(ctx)
+					data = m.Data
+				}
 				if err != nil {
 					return
 				}
-				stamp := int64(binary.LittleEndian.Uint64(m.Data))
+				stamp := int64(binary.LittleEndian.Uint64(data))
 				if stamp >= measureFrom {
 					x.lat = append(x.lat, uint32((time.Since(t0).Nanoseconds()-stamp)/1e3))
 				}

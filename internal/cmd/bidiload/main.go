@@ -76,6 +76,7 @@ var (
 	fMemProfile = flag.String("memprofile", "", "idle: write a heap profile at the measurement to this file")
 	fDumpDir    = flag.String("dumpdir", os.TempDir(), "where the watchdog writes goroutine dumps")
 	fLabel      = flag.String("label", "", "free text added to the result line")
+	fRecv       = flag.String("recv", "message", "audio: how echoes are read: message (Session.Recv, a new buffer per message) or part (Session.RecvPart, the session's buffer reused)")
 )
 
 func main() {
