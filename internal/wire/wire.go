@@ -63,6 +63,16 @@ func (p *Part) Complete() bool { return !bytes.Equal(p.CompletionState, Completi
 // :content-type. Like aws-sdk-go-v2 (docs/wire.md §4.1), a part without payload
 // carries no :content-type. The values alias p.
 func AppendPartHeaders(h eventstream.Headers, p *Part) eventstream.Headers {
+	h = appendLeadHeaders(h, p)
+	if len(p.Bytes) == 0 {
+		return append(h, trailerHeaders[:2]...)
+	}
+	return append(h, trailerHeaders...)
+}
+
+// appendLeadHeaders appends the headers of p that vary: DataType,
+// CompletionState and P, each when set.
+func appendLeadHeaders(h eventstream.Headers, p *Part) eventstream.Headers {
 	if len(p.DataType) > 0 {
 		h = append(h, eventstream.Header{Name: DataTypeHeader, Value: eventstream.StringBytesValue(p.DataType)})
 	}
@@ -72,14 +82,16 @@ func AppendPartHeaders(h eventstream.Headers, p *Part) eventstream.Headers {
 	if len(p.Padding) > 0 {
 		h = append(h, eventstream.Header{Name: PaddingHeader, Value: eventstream.StringBytesValue(p.Padding)})
 	}
-	h = append(h,
-		eventstream.Header{Name: EventTypeHeader, Value: eventstream.StringBytesValue(EventTypePayloadPart)},
-		eventstream.Header{Name: MessageTypeHeader, Value: eventstream.StringBytesValue(MessageTypeEvent)},
-	)
-	if len(p.Bytes) > 0 {
-		h = append(h, eventstream.Header{Name: ContentTypeHeader, Value: eventstream.StringBytesValue(ContentTypeOctets)})
-	}
 	return h
+}
+
+// trailerHeaders are the headers that follow the varying ones in every
+// PayloadPart: :event-type, :message-type and, for a part with a payload,
+// :content-type. They are shared and must not be modified.
+var trailerHeaders = eventstream.Headers{
+	{Name: EventTypeHeader, Value: eventstream.StringBytesValue(EventTypePayloadPart)},
+	{Name: MessageTypeHeader, Value: eventstream.StringBytesValue(MessageTypeEvent)},
+	{Name: ContentTypeHeader, Value: eventstream.StringBytesValue(ContentTypeOctets)},
 }
 
 // Kind classifies a received message by its :message-type.
@@ -246,20 +258,14 @@ func ErrorHeaders(code, message string) eventstream.Headers {
 	return h
 }
 
-// partTrailer holds the encoded headers that follow DataType,
-// CompletionState and P in a PayloadPart: :event-type and :message-type,
-// then :content-type for a part with a payload.
+// partTrailer and partTrailerNoPayload are trailerHeaders encoded, with
+// and without :content-type.
 var partTrailer, partTrailerNoPayload = func() ([]byte, []byte) {
-	h := eventstream.Headers{
-		{Name: EventTypeHeader, Value: eventstream.StringBytesValue(EventTypePayloadPart)},
-		{Name: MessageTypeHeader, Value: eventstream.StringBytesValue(MessageTypeEvent)},
-		{Name: ContentTypeHeader, Value: eventstream.StringBytesValue(ContentTypeOctets)},
-	}
-	with, err := eventstream.AppendHeaders(nil, h)
+	with, err := eventstream.AppendHeaders(nil, trailerHeaders)
 	if err != nil {
 		panic("wire: " + err.Error())
 	}
-	without, _ := eventstream.AppendHeaders(nil, h[:2])
+	without, _ := eventstream.AppendHeaders(nil, trailerHeaders[:2])
 	return with, without
 }()
 
@@ -270,13 +276,10 @@ var partTrailer, partTrailerNoPayload = func() ([]byte, []byte) {
 func AppendPartMessage(dst []byte, p *Part) ([]byte, error) {
 	var hb [3]eventstream.Header
 	lead, trailer := partHeaders(p, &hb)
-	size, err := (&eventstream.Message{Headers: lead, Payload: p.Bytes}).EncodedLen()
-	if err != nil {
-		return dst, err
-	}
 	start := len(dst)
-	dst = slices.Grow(dst, size+len(trailer))[:start+eventstream.PreludeLen]
-	if dst, err = eventstream.AppendHeaders(dst, lead); err != nil {
+	dst = slices.Grow(dst, PartMessageLen(p))[:start+eventstream.PreludeLen]
+	dst, err := eventstream.AppendHeaders(dst, lead)
+	if err != nil {
 		return dst[:start], err
 	}
 	dst = append(dst, trailer...)
@@ -314,16 +317,7 @@ func PartMessageLen(p *Part) int {
 // CompletionState and P, each when set) and the encoded headers that
 // follow them.
 func partHeaders(p *Part, hb *[3]eventstream.Header) (lead eventstream.Headers, trailer []byte) {
-	lead = hb[:0]
-	if len(p.DataType) > 0 {
-		lead = append(lead, eventstream.Header{Name: DataTypeHeader, Value: eventstream.StringBytesValue(p.DataType)})
-	}
-	if len(p.CompletionState) > 0 {
-		lead = append(lead, eventstream.Header{Name: CompletionStateHeader, Value: eventstream.StringBytesValue(p.CompletionState)})
-	}
-	if len(p.Padding) > 0 {
-		lead = append(lead, eventstream.Header{Name: PaddingHeader, Value: eventstream.StringBytesValue(p.Padding)})
-	}
+	lead = appendLeadHeaders(hb[:0], p)
 	if len(p.Bytes) == 0 {
 		return lead, partTrailerNoPayload
 	}

@@ -136,32 +136,16 @@ func TestClassify(t *testing.T) {
 // header of a name) on random header lists: repeated names, values of
 // other types, empty and missing values, unrelated headers.
 func TestClassifyPartMatchesLookups(t *testing.T) {
-	lookup := func(h eventstream.Headers, name string) ([]byte, bool) {
-		v, ok := h.Get(name)
-		if !ok || v.Type != eventstream.TypeString {
-			return nil, false
-		}
-		if v.Bytes == nil {
-			return []byte{}, true
-		}
-		return v.Bytes, true
-	}
-	refKind := func(h eventstream.Headers) Kind {
-		mt, ok := lookup(h, MessageTypeHeader)
-		switch {
-		case !ok:
-			return KindInvalid
-		case bytes.Equal(mt, MessageTypeEvent):
-			if et, ok := lookup(h, EventTypeHeader); ok && bytes.Equal(et, EventTypePayloadPart) {
-				return KindPayloadPart
+	// The reference finds each header by name (Headers.Get), as the
+	// lookups the scan replaced did; the kind and fields follow from it.
+	ref := func(h eventstream.Headers) eventFields {
+		get := func(name string) *eventstream.Value {
+			if v, ok := h.Get(name); ok {
+				return &v
 			}
-			return KindUnknownEvent
-		case bytes.Equal(mt, MessageTypeException):
-			return KindException
-		case bytes.Equal(mt, MessageTypeError):
-			return KindError
+			return nil
 		}
-		return KindUnknown
+		return eventFields{get(MessageTypeHeader), get(EventTypeHeader), get(DataTypeHeader), get(CompletionStateHeader), get(PaddingHeader)}
 	}
 	names := []string{MessageTypeHeader, EventTypeHeader, DataTypeHeader, CompletionStateHeader, PaddingHeader, ContentTypeHeader, "x"}
 	values := []eventstream.Value{
@@ -177,7 +161,8 @@ func TestClassifyPartMatchesLookups(t *testing.T) {
 			h = append(h, eventstream.Header{Name: names[r.IntN(len(names))], Value: values[r.IntN(len(values))]})
 		}
 		m := eventstream.Message{Headers: h, Payload: []byte("payload")}
-		want := refKind(h)
+		f := ref(h)
+		want := f.kind()
 		var p Part
 		got := ClassifyPart(&m, &p)
 		if got != want || Classify(&m) != want {
@@ -188,9 +173,9 @@ func TestClassifyPartMatchesLookups(t *testing.T) {
 		}
 		var q Part
 		ParsePart(&m, &q)
-		dt, _ := lookup(h, DataTypeHeader)
-		cs, _ := lookup(h, CompletionStateHeader)
-		pad, _ := lookup(h, PaddingHeader)
+		dt, _ := stringHeader(h, DataTypeHeader)
+		cs, _ := stringHeader(h, CompletionStateHeader)
+		pad, _ := stringHeader(h, PaddingHeader)
 		for _, x := range []Part{p, q} {
 			if !bytes.Equal(x.Bytes, m.Payload) || !sameBytes(x.DataType, dt) || !sameBytes(x.CompletionState, cs) || !sameBytes(x.Padding, pad) {
 				t.Fatalf("%v: parsed %+v, want DataType %q CompletionState %q P %q", h, x, dt, cs, pad)
