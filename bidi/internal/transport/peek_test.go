@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"testing"
 
@@ -138,5 +139,41 @@ func TestStreamPeekDiscard(t *testing.T) {
 	}
 	if len(updates) == 0 {
 		t.Fatal("the server got no stream WINDOW_UPDATE for the discarded bytes")
+	}
+}
+
+// TestStreamPeekAfterReset: bytes that came before a reset are lent
+// first; then Peek reports the reset, as ReadNow would.
+func TestStreamPeekAfterReset(t *testing.T) {
+	srv := newTestServer(t, serverOpts{}, func(sc *serverConn) {
+		sc.handshake()
+		h := sc.headers()
+		sc.writeHeaders(h.StreamID, 200, false)
+		sc.writeData(h.StreamID, false, []byte("before"))
+		sc.writeReset(h.StreamID, http2.ErrCodeInternal)
+		sc.drain()
+	})
+	tr := newTransport(t, testConfig(nil))
+	ctx := testCtx(t)
+	st, err := tr.NewStream(ctx, srv.url, nil, newBody(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Response(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-st.Done():
+	case <-ctx.Done():
+		t.Fatal("the reset never came")
+	}
+	p, err := st.Peek()
+	if string(p) != "before" || err != nil {
+		t.Fatalf("Peek = %q, %v; want the bytes before the reset", p, err)
+	}
+	st.Discard(len(p))
+	var se *StreamError
+	if p, err := st.Peek(); len(p) != 0 || !errors.As(err, &se) || !se.Remote || se.Code != http2.ErrCodeInternal {
+		t.Fatalf("Peek after the bytes = %q, %v; want the remote reset", p, err)
 	}
 }

@@ -161,13 +161,20 @@ func (s *Stream) ReadNow(p []byte) (int, error) {
 		return n, nil
 	}
 	defer s.mu.Unlock()
+	return 0, s.endLocked()
+}
+
+// endLocked returns what a read finds once the buffered bytes are read:
+// the stream's error, io.EOF after the peer's END_STREAM, or nil while
+// more may come. s.mu is held.
+func (s *Stream) endLocked() error {
 	switch {
 	case s.err != nil:
-		return 0, s.err
+		return s.err
 	case s.eof:
-		return 0, io.EOF
+		return io.EOF
 	}
-	return 0, nil
+	return nil
 }
 
 // Peek lends the response bytes that are ready and contiguous in memory
@@ -182,13 +189,7 @@ func (s *Stream) Peek() ([]byte, error) {
 	if s.rbuf.len() > 0 {
 		return s.rbuf.peek(), nil
 	}
-	switch {
-	case s.err != nil:
-		return nil, s.err
-	case s.eof:
-		return nil, io.EOF
-	}
-	return nil, nil
+	return nil, s.endLocked()
 }
 
 // Discard consumes the first n bytes of what Peek returned, as reading
