@@ -225,25 +225,24 @@ type lendingSource interface {
 
 // nonBlockingPeeker is nonBlocking for a lendingSource: an
 // eventstream.Peeker.
-type nonBlockingPeeker struct {
-	nonBlocking
-	lender lendingSource
-}
+type nonBlockingPeeker struct{ src lendingSource }
+
+func (r nonBlockingPeeker) Read(p []byte) (int, error) { return nonBlocking{r.src}.Read(p) }
 
 func (r nonBlockingPeeker) Peek() ([]byte, error) {
-	b, err := r.lender.Peek()
+	b, err := r.src.Peek()
 	if len(b) == 0 && err == nil {
 		return nil, eventstream.ErrWouldBlock
 	}
 	return b, err
 }
 
-func (r nonBlockingPeeker) Discard(n int) { r.lender.Discard(n) }
+func (r nonBlockingPeeker) Discard(n int) { r.src.Discard(n) }
 
 // decoderSource returns the decoder's view of src.
 func decoderSource(src respSource) io.Reader {
 	if l, ok := src.(lendingSource); ok {
-		return nonBlockingPeeker{nonBlocking{src}, l}
+		return nonBlockingPeeker{l}
 	}
 	return nonBlocking{src}
 }
