@@ -292,7 +292,7 @@ func TestMaxStreamAgeClientNotReading(t *testing.T) {
 // With WholeMessages, held parts count their bookkeeping as well as their
 // payload: a flood of empty PARTIAL parts ends like an oversized message.
 func TestWholeMessagesCountsPartOverhead(t *testing.T) {
-	s := newTestServer(t, Echo(), func(s *Server) { s.WholeMessages, s.MaxRecvMessageSize = true, 16 << 10 })
+	s := newTestServer(t, Echo(), func(s *Server) { s.WholeMessages, s.MaxRecvMessageSize = true, 16<<10 })
 	rs := openRaw(t, s, "e")
 	go func() {
 		for range 1000 { // 1000 × partOverhead > 16 KiB
