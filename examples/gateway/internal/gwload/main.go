@@ -223,19 +223,6 @@ func (l *logTail) wait(re *regexp.Regexp, d time.Duration) ([]string, bool) {
 	}
 }
 
-// count returns the number of lines containing s.
-func (l *logTail) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		if strings.Contains(line, s) {
-			n++
-		}
-	}
-	return n
-}
-
 func (l *logTail) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
