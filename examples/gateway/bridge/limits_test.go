@@ -2,12 +2,14 @@ package bridge_test
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/container/model"
@@ -149,5 +151,26 @@ func TestViolationLogThrottled(t *testing.T) {
 	g.Close() // flushes the violations still queued
 	if n := strings.Count(g.logs.String(), "request rejected"); n > 5 {
 		t.Fatalf("%d lines for 30 rejections", n)
+	}
+}
+
+// Failed TLS handshakes, which any local process can cause, are logged a
+// few times per window, then counted.
+func TestHandshakeErrorLogThrottled(t *testing.T) {
+	g := startGateway(t, sampleContainer(t, model.Options{}))
+	addr := strings.TrimPrefix(g.URL(), "https://")
+	for range 20 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("\x00not a TLS record at all\r\n\r\n"))
+		// The server logs the failure before it closes the connection.
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		io.Copy(io.Discard, c)
+		c.Close()
+	}
+	if n := strings.Count(g.logs.String(), "TLS handshake error"); n == 0 || n > 5 {
+		t.Fatalf("%d lines for 20 failed handshakes:\n%s", n, g.logs)
 	}
 }
