@@ -67,7 +67,8 @@ func (s *Server) startGenerationLocked() {
 // generation is accepting. Like http.Server.Serve, it retries an accept
 // that failed with a temporary error (the descriptor limit reached, say)
 // after a backoff of 5 ms doubling up to a second, logging the first
-// failure of a run and the recovery; it stops on any other error. A
+// failure of a run and the recovery (a few runs a minute at most); it
+// stops on any other error. A
 // connection over MaxConnections is closed at once.
 func (s *Server) acceptLoop() {
 	defer s.bg.Done()
@@ -84,7 +85,7 @@ func (s *Server) acceptLoop() {
 				return
 			}
 			if failures == 0 {
-				s.ErrorLog.Printf("biditest: accept: %v; retrying with backoff", err)
+				s.limitLog.printf(s.ErrorLog, "accept", "biditest: accept: %v; retrying with backoff", err)
 			}
 			failures++
 			delay = acceptBackoff(delay)
@@ -98,7 +99,7 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		if failures > 0 {
-			s.ErrorLog.Printf("biditest: accepting again after %d failed accepts", failures)
+			s.limitLog.printf(s.ErrorLog, "accepting", "biditest: accepting again after %d failed accepts", failures)
 			failures, delay = 0, 0
 		}
 		tc := newTrackedConn(s, c)
