@@ -64,7 +64,7 @@ func TestAcceptRetriesTemporaryErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := &exhaustedListener{Listener: inner, n: 8, recovered: make(chan struct{})}
+	ln := &exhaustedListener{Listener: inner, n: 4, recovered: make(chan struct{})}
 	recovered := ln.recovered
 	s := newTestServer(t, Echo(), func(s *Server) {
 		s.Listener = ln
