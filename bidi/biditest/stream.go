@@ -84,6 +84,9 @@ type Stream struct {
 	recMu         sync.Mutex
 	received      []ReceivedPart
 	recordedBytes int // what received costs, counted against Server.MaxRecordedBytes
+
+	// Lock order: recMu before Server.mu (record reserves the bytes of a
+	// part from the server's budget while it holds recMu).
 }
 
 // Context returns the context of the request. It is done when the client
