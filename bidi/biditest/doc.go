@@ -106,4 +106,21 @@
 // control once MaxReceiveBufferPerStream bytes are in flight: that is how
 // tests prove that a client's Send blocks. Responses are flushed after
 // every Send, so events reach the client at once.
+//
+// # Limits
+//
+// A server is meant for tests and local gateways, but a hostile local
+// process must not be able to stop it or make it hold without bound. Like
+// http.Server.Serve, it retries an accept that fails for lack of
+// descriptors, with backoff. Each of these has a default, and a negative
+// value lifts it: [Server.HandshakeTimeout] (10 s) for the TLS handshake
+// or the h2c preface, [Server.IdleTimeout] (30 s) for a connection with
+// no stream, [Server.MaxConnections] (1024) and [Server.MaxSessions]
+// (1024) for what is held at once, [Server.MaxEventSize] (16 MiB + 64 KiB)
+// for the bytes one stream buffers, checked from an event's length prefix,
+// and [Server.MaxRecordedBytes] (64 MiB) for what [Stream.Received]
+// keeps. [Server.MaxStreamAge] ends a stream even when its client stopped
+// reading. Violation messages are bounded, and the lines a client can
+// cause at will (connections over the cap, say) are logged a few times a
+// minute at most.
 package biditest

@@ -77,7 +77,7 @@ const (
 // error before the handler runs, or, mid-stream, by returning the
 // violation from [Stream.RecvPart], sending an error message and
 // resetting the stream. Its text never contains credentials, signatures
-// or payload bytes.
+// or payload bytes, and its Message is at most 512 bytes long.
 type Violation struct {
 	Rule    Rule   // the rule broken
 	Message string // what was wrong
@@ -87,10 +87,11 @@ type Violation struct {
 	errorType string // X-Amzn-ErrorType or :error-code sent to the client
 }
 
-// Error describes the violation.
+// Error describes the violation. Its text is bounded (a few hundred
+// bytes), whatever the request held.
 func (v *Violation) Error() string {
 	if v.Err != nil {
-		return fmt.Sprintf("biditest: %s violation: %s: %v", v.Rule, v.Message, v.Err)
+		return fmt.Sprintf("biditest: %s violation: %s: %s", v.Rule, v.Message, truncateText(v.Err.Error(), maxTextLen))
 	}
 	return fmt.Sprintf("biditest: %s violation: %s", v.Rule, v.Message)
 }
@@ -109,6 +110,7 @@ func (v *Violation) ErrorType() string { return v.errorType }
 // violation found mid-stream.
 func (v *Violation) StatusCode() int { return v.status }
 
+// violation returns a Violation whose Message is msg cut to maxTextLen.
 func violation(rule Rule, status int, errorType, msg string, err error) *Violation {
-	return &Violation{Rule: rule, Message: msg, Err: err, status: status, errorType: errorType}
+	return &Violation{Rule: rule, Message: truncateText(msg, maxTextLen), Err: err, status: status, errorType: errorType}
 }

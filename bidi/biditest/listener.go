@@ -2,10 +2,12 @@ package biditest
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A generation is one http.Server serving the connections accepted while
@@ -40,7 +42,10 @@ func (s *Server) startGenerationLocked() {
 			MaxConcurrentStreams:      streams,
 			MaxReceiveBufferPerStream: s.MaxReceiveBufferPerStream,
 		},
-		ErrorLog: s.ErrorLog,
+		// Bounds the TLS handshake (and, with H2C, the preface).
+		ReadHeaderTimeout: s.handshakeTimeout(),
+		IdleTimeout:       s.idleTimeout(),
+		ErrorLog:          s.ErrorLog,
 		BaseContext: func(net.Listener) context.Context {
 			return s.ctx
 		},
@@ -59,22 +64,55 @@ func (s *Server) startGenerationLocked() {
 }
 
 // acceptLoop accepts connections on s.Listener and hands them to whichever
-// generation is accepting.
+// generation is accepting. Like http.Server.Serve, it retries an accept
+// that failed with a temporary error (the descriptor limit reached, say)
+// after a backoff of 5 ms doubling up to a second, logging the first
+// failure of a run and the recovery (a few runs a minute at most); it
+// stops on any other error. A
+// connection over MaxConnections is closed at once.
 func (s *Server) acceptLoop() {
 	defer s.bg.Done()
+	var delay time.Duration // of the current run of failures; 0 when none
+	failures := 0
 	for {
 		c, err := s.Listener.Accept()
 		if err != nil {
-			if s.ctx.Err() == nil && !s.stopping.Load() {
-				s.ErrorLog.Printf("biditest: accept: %v", err)
+			if s.ctx.Err() != nil || s.stopping.Load() {
+				return
 			}
-			return
+			if !isTemporary(err) {
+				s.ErrorLog.Printf("biditest: accept: %v; no more connections are accepted", err)
+				return
+			}
+			if failures == 0 {
+				s.limitLog.printf(s.ErrorLog, "accept", "biditest: accept: %v; retrying with backoff", err)
+			}
+			failures++
+			delay = acceptBackoff(delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		if failures > 0 {
+			s.limitLog.printf(s.ErrorLog, "accepting", "biditest: accepting again after %d failed accepts", failures)
+			failures, delay = 0, 0
 		}
 		tc := newTrackedConn(s, c)
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			c.Close()
+			continue
+		}
+		if limit := s.maxConnections(); limit > 0 && len(s.conns) >= limit {
+			s.mu.Unlock()
+			c.Close()
+			s.limitLog.printf(s.ErrorLog, "connections", "biditest: connection from %s closed: the server holds MaxConnections (%d) already", c.RemoteAddr(), limit)
 			continue
 		}
 		s.conns[tc] = struct{}{}
@@ -85,6 +123,23 @@ func (s *Server) acceptLoop() {
 			tc.Close()
 		}
 	}
+}
+
+// isTemporary reports whether an accept error is worth retrying: the
+// process or system ran out of descriptors or buffers, or a connection
+// was aborted before it was accepted.
+func isTemporary(err error) bool {
+	var te interface{ Temporary() bool }
+	return errors.As(err, &te) && te.Temporary()
+}
+
+// acceptBackoff returns the delay after a failed accept that followed one
+// of prev: 5 ms, doubling, at most a second.
+func acceptBackoff(prev time.Duration) time.Duration {
+	if prev == 0 {
+		return 5 * time.Millisecond
+	}
+	return min(2*prev, time.Second)
 }
 
 // genListener is the net.Listener of one generation: it takes connections

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unsafe"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
@@ -136,17 +137,23 @@ func (st *Stream) nextWholePart() (ReceivedPart, error) {
 			return ReceivedPart{}, err
 		}
 		st.record(p)
-		if limit := st.s.maxRecvMessageSize(); st.heldLen+len(p.Data) > limit {
-			st.held, st.heldLen = nil, 0
-			st.rerr = fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, limit)
-			return ReceivedPart{}, st.rerr
-		}
+		limit := st.s.maxRecvMessageSize()
 		if p.Complete && len(st.held) == 0 {
+			if len(p.Data) > limit {
+				st.rerr = fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, limit)
+				return ReceivedPart{}, st.rerr
+			}
 			return p, nil // a message of one part: nothing to hold
+		}
+		cost := heldCost(p)
+		if st.heldLen+cost > limit {
+			st.held, st.heldLen = nil, 0
+			st.rerr = fmt.Errorf("%w: more than %d bytes held (payloads and %d bytes per part)", ErrMessageTooLarge, limit, partOverhead)
+			return ReceivedPart{}, st.rerr
 		}
 		p.Data = append([]byte(nil), p.Data...)
 		st.held = append(st.held, p)
-		st.heldLen += len(p.Data)
+		st.heldLen += cost
 		if p.Complete {
 			st.ready, st.held, st.heldLen = st.held, nil, 0
 		}
@@ -156,9 +163,19 @@ func (st *Stream) nextWholePart() (ReceivedPart, error) {
 	return p, nil
 }
 
+// partOverhead is what a part held or recorded costs beyond its payload:
+// its ReceivedPart and a slice header in the list that holds it.
+const partOverhead = int(unsafe.Sizeof(ReceivedPart{})) + int(unsafe.Sizeof([]byte(nil)))
+
+// heldCost is what holding p costs, in bytes: the budgets of
+// WholeMessages and MaxRecordedBytes count it, so that a flood of empty
+// parts is bounded as surely as a large one.
+func heldCost(p ReceivedPart) int { return len(p.Data) + partOverhead }
+
 func (st *Stream) readPart() (ReceivedPart, error) {
 	if st.dec == nil {
-		st.dec = eventstream.NewDecoder(st.r.Body)
+		limit := st.s.maxEventSize()
+		st.dec = eventstream.NewDecoder(st.r.Body, func(o *eventstream.DecoderOptions) { o.MaxPayloadLen = limit })
 	}
 	start := st.dec.Offset()
 	env, err := st.dec.Decode()
@@ -262,6 +279,9 @@ func (st *Stream) bodyError(err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return st.violate(violation(RuleFraming, 0, validationErrorType,
 			"the request body ended inside an event-stream message", err))
+	case errors.As(err, &ln) && errors.Is(err, eventstream.ErrPayloadTooLarge):
+		return st.violate(violation(RuleFraming, 0, validationErrorType,
+			fmt.Sprintf("a request event of %d bytes exceeds the server's limit of %d bytes (MaxEventSize)", ln.Length, ln.Limit), err))
 	case errors.As(err, &crc), errors.As(err, &ln), errors.Is(err, eventstream.ErrInvalidHeader):
 		return st.violate(violation(RuleFraming, 0, validationErrorType,
 			"malformed event-stream message in the request body", err))
@@ -276,7 +296,8 @@ func (st *Stream) violate(v *Violation) *Violation {
 	return v
 }
 
-// record keeps a copy of p for Received, within MaxRecorded.
+// record keeps a copy of p for Received, within MaxRecorded and the
+// server's MaxRecordedBytes.
 func (st *Stream) record(p ReceivedPart) {
 	limit := st.s.MaxRecorded
 	if limit == 0 {
@@ -284,10 +305,36 @@ func (st *Stream) record(p ReceivedPart) {
 	}
 	st.recMu.Lock()
 	defer st.recMu.Unlock()
-	if len(st.received) < limit {
-		p.Data = append([]byte(nil), p.Data...)
-		st.received = append(st.received, p)
+	if len(st.received) >= limit || !st.s.reserveRecorded(heldCost(p)) {
+		return
 	}
+	p.Data = append([]byte(nil), p.Data...)
+	st.received = append(st.received, p)
+	st.recordedBytes += heldCost(p)
+}
+
+// reserveRecorded takes n bytes from the MaxRecordedBytes budget, and
+// reports whether there were that many left.
+func (s *Server) reserveRecorded(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if limit := s.maxRecordedBytes(); limit > 0 && s.recorded+n > limit {
+		return false
+	}
+	s.recorded += n
+	return true
+}
+
+// forgetRecorded drops what st recorded and gives its bytes back to the
+// MaxRecordedBytes budget.
+func (st *Stream) forgetRecorded() {
+	st.recMu.Lock()
+	n := st.recordedBytes
+	st.received, st.recordedBytes = nil, 0
+	st.recMu.Unlock()
+	st.s.mu.Lock()
+	st.s.recorded -= n
+	st.s.mu.Unlock()
 }
 
 // release drops the stream's buffers once the handler has returned, so

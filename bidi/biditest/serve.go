@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -19,9 +20,22 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, newRequestID(), http.StatusServiceUnavailable, "ServiceUnavailableError", "server closed")
 		return
 	}
+	if limit := s.maxSessions(); limit > 0 && s.sessions >= limit {
+		s.mu.Unlock()
+		s.limitLog.printf(s.ErrorLog, "sessions", "biditest: request from %s refused (503): MaxSessions (%d) streams are running", r.RemoteAddr, limit)
+		s.writeError(w, newRequestID(), http.StatusServiceUnavailable, "ServiceUnavailableError",
+			fmt.Sprintf("The server is running its maximum of %d concurrent streams. Retry later.", limit))
+		return
+	}
+	s.sessions++
 	s.handlers.Add(1)
 	s.mu.Unlock()
-	defer s.handlers.Done()
+	defer func() {
+		s.mu.Lock()
+		s.sessions--
+		s.mu.Unlock()
+		s.handlers.Done()
+	}()
 
 	reqID := newRequestID()
 	st, v := s.newStreamFor(w, r, reqID)

@@ -61,9 +61,13 @@ type Server struct {
 	TLS *tls.Config
 
 	// Credentials are the only credentials the server accepts. The zero
-	// value means AccessKeyID and SecretAccessKey without a session token.
-	// With a SessionToken, requests must sign a matching
-	// X-Amz-Security-Token header.
+	// value means AccessKeyID and SecretAccessKey without a session token;
+	// Start sets the field to them, so that it always holds the
+	// credentials in force. With a SessionToken, requests must sign a
+	// matching X-Amz-Security-Token header. With CanExpire, AWSConfig and
+	// Client hand them out with their Expires, and a request signed at or
+	// after Expires (by the server's clock) is refused as the service
+	// refuses expired credentials: 403 ExpiredTokenException.
 	Credentials aws.Credentials
 
 	// Region is the signing region the server expects. "" means Region.
@@ -99,8 +103,8 @@ type Server struct {
 	MaxRecvMessageSize int
 
 	// MaxRecorded is the number of parts per stream that [Stream.Received]
-	// keeps (the first ones). 0 means DefaultMaxRecorded; a negative value
-	// keeps none, for benchmarks.
+	// keeps (the first ones, within MaxRecordedBytes). 0 means
+	// DefaultMaxRecorded; a negative value keeps none, for benchmarks.
 	MaxRecorded int
 
 	// Now returns the server's clock, used for the skew checks and the
@@ -120,8 +124,10 @@ type Server struct {
 	// it is complete, as a model container built on a message-level
 	// WebSocket library does behind SageMaker: [Stream.RecvPart] holds
 	// PARTIAL parts back until the COMPLETE part of their message
-	// arrives, then returns them one by one. A message larger than
-	// MaxRecvMessageSize fails with [ErrMessageTooLarge], and parts of a
+	// arrives, then returns them one by one. A message whose held parts
+	// cost more than MaxRecvMessageSize (their payloads, plus about a
+	// hundred bytes of bookkeeping each, so that a flood of empty PARTIAL
+	// parts is bounded too) fails with [ErrMessageTooLarge], and parts of a
 	// message the client never completed are dropped at the end of the
 	// stream. Use it to see the latency a client sending PARTIAL parts
 	// (live audio, say) gets from such a container: the first answer
@@ -139,8 +145,52 @@ type Server struct {
 	// that a client rotates its sessions. 0 means no cap.
 	MaxStreamAge time.Duration
 
-	// ErrorLog receives net/http's server errors. Nil means standard
-	// error, without TLS handshake failures.
+	// HandshakeTimeout bounds the TLS handshake of a new connection and,
+	// with H2C, the wait for its HTTP/2 preface: a client that stalls
+	// there (half a TLS record, say) is disconnected. 0 means 10 seconds;
+	// a negative value means no limit.
+	HandshakeTimeout time.Duration
+
+	// IdleTimeout closes an HTTP/2 connection (with GOAWAY) that has had
+	// no stream open for that long. 0 means 30 seconds; a negative value
+	// means no limit.
+	IdleTimeout time.Duration
+
+	// MaxConnections caps the connections the server holds at once; a
+	// connection accepted over the cap is closed at once (the log says
+	// so, a few lines a minute at most). 0 means 1024; a negative value
+	// means no cap.
+	MaxConnections int
+
+	// MaxSessions caps the streams running at once, across connections
+	// (MaxConcurrentStreams caps those of one connection); a request over
+	// the cap is answered 503 ServiceUnavailableError. 0 means 1024; a
+	// negative value means no cap.
+	MaxSessions int
+
+	// MaxEventSize caps the bytes a stream buffers for one request event:
+	// the payload of a signed envelope (the PayloadPart message with its
+	// headers), or a bare event with SkipVerify. A larger event is
+	// refused from its length prefix, before its bytes are buffered: the
+	// stream fails with a RuleFraming [*Violation]. With the HTTP/2
+	// window (MaxReceiveBufferPerStream), it bounds what one stream can
+	// make the server hold. 0 means 16 MiB + 64 KiB (a part of
+	// bidi.MaxPartSizeLimit with its headers); a negative value means the
+	// event-stream limit, 24 MiB.
+	MaxEventSize int
+
+	// MaxRecordedBytes caps the bytes the server keeps for
+	// [Stream.Received], across every stream it lists: a part is
+	// recorded while both MaxRecorded and this budget allow (each part
+	// counts its payload and about a hundred bytes of bookkeeping).
+	// [Server.ForgetStream] gives a stream's bytes back. 0 means 64 MiB;
+	// a negative value means no budget.
+	MaxRecordedBytes int
+
+	// ErrorLog receives net/http's server errors and the server's own
+	// (failed accepts, connections over MaxConnections, streams over
+	// MaxSessions). Nil means standard error, without TLS handshake
+	// failures.
 	ErrorLog *log.Logger
 
 	handler   Handler
@@ -164,6 +214,9 @@ type Server struct {
 	streams    []*Stream
 	sdkClients []*bidi.Client                // made by Client
 	paused     atomic.Pointer[chan struct{}] // non-nil while connections are paused
+	sessions   int                           // streams running (counted against MaxSessions)
+	recorded   int                           // bytes kept for Received (against MaxRecordedBytes)
+	limitLog   logThrottle                   // the lines a client can cause at will
 	violations []error
 	handlers   sync.WaitGroup // running ServeHTTP calls
 	bg         sync.WaitGroup // the accept loop, Serve loops and background shutdowns
@@ -200,6 +253,7 @@ func (s *Server) Start() {
 	s.creds = s.Credentials
 	if s.creds.AccessKeyID == "" && s.creds.SecretAccessKey == "" {
 		s.creds = aws.Credentials{AccessKeyID: AccessKeyID, SecretAccessKey: SecretAccessKey, Source: "biditest"}
+		s.Credentials = s.creds
 	}
 	s.region = s.Region
 	if s.region == "" {
@@ -426,15 +480,27 @@ func (s *Server) Certificate() *x509.Certificate { return s.cert }
 // connections.
 func (s *Server) HTTPClient() *http.Client { return s.client }
 
-// AWSConfig returns a configuration for the server: its Region, static
-// credentials it accepts, BaseEndpoint set to URL and HTTPClient.
+// AWSConfig returns a configuration for the server: its Region, the
+// credentials it accepts (static ones, or with their expiry when
+// Credentials.CanExpire is set), BaseEndpoint set to URL and HTTPClient.
 func (s *Server) AWSConfig() aws.Config {
 	return aws.Config{
 		Region:       s.region,
-		Credentials:  credentials.NewStaticCredentialsProvider(s.creds.AccessKeyID, s.creds.SecretAccessKey, s.creds.SessionToken),
+		Credentials:  s.credentialsProvider(),
 		BaseEndpoint: aws.String(s.URL),
 		HTTPClient:   s.client,
 	}
+}
+
+// credentialsProvider hands out the server's credentials, with their
+// expiry when they can expire.
+func (s *Server) credentialsProvider() aws.CredentialsProvider {
+	if !s.creds.CanExpire {
+		return credentials.NewStaticCredentialsProvider(s.creds.AccessKeyID, s.creds.SecretAccessKey, s.creds.SessionToken)
+	}
+	creds := s.creds
+	creds.Source = "biditest"
+	return aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return creds, nil })
 }
 
 // Client returns a *bidi.Client for the server (unlike httptest's

@@ -81,8 +81,12 @@ type Stream struct {
 
 	sawEnvelope bool // a signed envelope was received (for SkipVerify)
 
-	recMu    sync.Mutex
-	received []ReceivedPart
+	recMu         sync.Mutex
+	received      []ReceivedPart
+	recordedBytes int // what received costs, counted against Server.MaxRecordedBytes
+
+	// Lock order: recMu before Server.mu (record reserves the bytes of a
+	// part from the server's budget while it holds recMu).
 }
 
 // Context returns the context of the request. It is done when the client
@@ -297,12 +301,21 @@ func (st *Stream) sendLocked(m *eventstream.Message) error {
 
 func (st *Stream) writeLocked(b []byte) error {
 	if _, err := st.w.Write(b); err != nil {
-		return fmt.Errorf("biditest: writing response: %w", err)
+		return st.writeErr("writing response", err)
 	}
 	if err := st.rc.Flush(); err != nil {
-		return fmt.Errorf("biditest: flushing response: %w", err)
+		return st.writeErr("flushing response", err)
 	}
 	return nil
+}
+
+// writeErr wraps a failed write's error; it matches ErrMaxStreamAge when
+// the cap aborted the write.
+func (st *Stream) writeErr(what string, err error) error {
+	if st.expired.Load() {
+		return fmt.Errorf("biditest: %s: %w: %w", what, ErrMaxStreamAge, err)
+	}
+	return fmt.Errorf("biditest: %s: %w", what, err)
 }
 
 // sendViolation reports v to the client mid-stream: it accepts the stream
@@ -351,19 +364,31 @@ func (st *Stream) doneErr() error {
 const maxStreamAgeMessage = "The stream reached its maximum duration and was closed by the service. Open a new stream."
 
 // expire ends the stream at MaxStreamAge, from the timer's goroutine: it
-// cancels the handler's context, sends an InternalStreamFailure (after a
-// write in progress), stops later writes, and closes the request body so
-// that a Recv returns. The handler's return then ends the response.
+// cancels the handler's context, sends an InternalStreamFailure, stops
+// later writes, and closes the request body so that a Recv returns. The
+// handler's return then ends the response. Whatever the client does, the
+// stream ends: a write blocked by flow control (a client that stopped
+// reading) is aborted, which resets the stream, and the exception's own
+// write gets expireWriteGrace before it is aborted likewise.
 func (st *Stream) expire() {
 	st.expired.Store(true)
 	st.cancel(ErrMaxStreamAge)
-	st.wmu.Lock()
-	if !st.done && !st.failed && st.broken == nil && st.acceptLocked() == nil {
-		body, _ := json.Marshal(streamErrorBody{Message: maxStreamAgeMessage})
-		b, err := eventstream.AppendMessage(st.wbuf[:0], &eventstream.Message{Headers: wire.ExceptionHeaders("InternalStreamFailure"), Payload: body})
-		if err == nil {
-			st.wbuf = b
-			st.writeLocked(b)
+	if !st.wmu.TryLock() {
+		// A write is in progress, perhaps blocked by flow control.
+		st.rc.SetWriteDeadline(time.Now().Add(-time.Second))
+		st.wmu.Lock()
+	}
+	if !st.done && !st.failed && st.broken == nil {
+		st.rc.SetWriteDeadline(time.Now().Add(expireWriteGrace))
+		if st.acceptLocked() == nil {
+			body, _ := json.Marshal(streamErrorBody{Message: maxStreamAgeMessage})
+			b, err := eventstream.AppendMessage(st.wbuf[:0], &eventstream.Message{Headers: wire.ExceptionHeaders("InternalStreamFailure"), Payload: body})
+			if err == nil {
+				st.wbuf = b
+				if st.writeLocked(b) == nil {
+					st.rc.SetWriteDeadline(time.Time{})
+				}
+			}
 		}
 	}
 	st.done = true
@@ -371,13 +396,17 @@ func (st *Stream) expire() {
 	st.r.Body.Close()
 }
 
+// expireWriteGrace is how long the InternalStreamFailure sent at
+// MaxStreamAge may wait for the client's flow-control window.
+const expireWriteGrace = time.Second
+
 // stopWrites makes later writes fail with ErrStreamDone, after waiting for
 // a write in progress. With abort, it first resets the stream when a write
 // is in progress, so that a write blocked by flow control returns.
 func (st *Stream) stopWrites(abort bool) {
 	if !st.wmu.TryLock() {
 		if abort {
-			st.rc.SetWriteDeadline(time.Now())
+			st.rc.SetWriteDeadline(time.Now().Add(-time.Second))
 		}
 		st.wmu.Lock()
 	}

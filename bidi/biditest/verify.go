@@ -47,7 +47,7 @@ func parseAuthorization(h string) (authorization, error) {
 		case "Signature":
 			a.signature, haveSig = v, true
 		default:
-			return a, fmt.Errorf("unknown element %q", k)
+			return a, fmt.Errorf("unknown element %q", truncateText(k, 64))
 		}
 	}
 	if !haveCred || !haveSigned || !haveSig {
@@ -120,6 +120,9 @@ func (s *Server) verifySeed(r *http.Request) ([]byte, *Violation) {
 	} else if len(token) != 0 {
 		return nil, authViolation(forbidden, "UnrecognizedClientException", "The security token included in the request is invalid.", nil)
 	}
+	if s.creds.CanExpire && !s.now().Before(s.creds.Expires) {
+		return nil, authViolation(forbidden, "ExpiredTokenException", "The security token included in the request is expired", nil)
+	}
 	seed, err := hex.DecodeString(a.signature)
 	if err != nil || len(seed) != 32 || strings.ToLower(a.signature) != a.signature {
 		return nil, authViolation(forbidden, invalidSignatureErrorType, "Signature must be 64 lower-case hex digits", nil)
@@ -141,7 +144,9 @@ func (s *Server) verifySeed(r *http.Request) ([]byte, *Violation) {
 // the ":authority" pseudo-header among them (SigV4 allows either); only
 // pseudo-headers an HTTP/2 request carries; and every x-amz-* and
 // x-amzn-sagemaker-* header of the request signed. Other headers may be
-// signed or not, as the client chose.
+// signed or not, as the client chose. Its cost is O(n log n) in the
+// number of headers, since the list is checked to be sorted first and
+// then searched by bisection; its messages name at most a few headers.
 func checkSignedHeaders(r *http.Request, signed []string) *Violation {
 	const forbidden = http.StatusForbidden
 	for i, name := range signed {
@@ -151,24 +156,37 @@ func checkSignedHeaders(r *http.Request, signed []string) *Violation {
 		}
 		if strings.HasPrefix(name, ":") && !slices.Contains(pseudoHeaders, name) {
 			return authViolation(forbidden, invalidSignatureErrorType,
-				fmt.Sprintf("SignedHeaders names %q, which is not an HTTP/2 request pseudo-header", name), nil)
+				fmt.Sprintf("SignedHeaders names %q, which is not an HTTP/2 request pseudo-header", truncateText(name, 64)), nil)
 		}
 	}
-	if !slices.Contains(signed, "host") && !slices.Contains(signed, ":authority") {
+	isSigned := func(name string) bool {
+		_, found := slices.BinarySearch(signed, name)
+		return found
+	}
+	if !isSigned("host") && !isSigned(":authority") {
 		return authViolation(forbidden, invalidSignatureErrorType,
 			"'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.", nil)
 	}
 	var unsigned []string
 	for key := range r.Header {
 		name := strings.ToLower(key)
-		if (strings.HasPrefix(name, "x-amz-") || strings.HasPrefix(name, "x-amzn-sagemaker-")) && !slices.Contains(signed, name) {
+		if (strings.HasPrefix(name, "x-amz-") || strings.HasPrefix(name, "x-amzn-sagemaker-")) && !isSigned(name) {
 			unsigned = append(unsigned, name)
 		}
 	}
 	if len(unsigned) > 0 {
 		slices.Sort(unsigned)
+		const named = 3
+		more := ""
+		if len(unsigned) > named {
+			more = fmt.Sprintf(" (and %d more)", len(unsigned)-named)
+			unsigned = unsigned[:named]
+		}
+		for i, name := range unsigned {
+			unsigned[i] = truncateText(name, 64)
+		}
 		return authViolation(forbidden, invalidSignatureErrorType,
-			fmt.Sprintf("'%s' must be a 'SignedHeader' in the AWS Authorization.", strings.Join(unsigned, "', '")), nil)
+			fmt.Sprintf("'%s' must be a 'SignedHeader' in the AWS Authorization.%s", strings.Join(unsigned, "', '"), more), nil)
 	}
 	return nil
 }

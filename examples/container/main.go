@@ -5,8 +5,10 @@
 //
 // Run it locally with
 //
-//	go run . -addr :8080
+//	go run .
 //
+// (on localhost:8080; the Dockerfile passes -addr :8080, the port
+// SageMaker sends traffic to, on every interface of the container)
 // or build the image with the Dockerfile next to this file. SageMaker
 // starts containers as "docker run IMAGE serve"; the serve argument is
 // accepted and ignored.
@@ -35,7 +37,7 @@ func main() {
 
 // defineFlags defines the flags on fs, and its usage text.
 func defineFlags(fs *flag.FlagSet) (addr, defaults *string, readLimit *int64, quiet *bool) {
-	addr = fs.String("addr", ":8080", "listen `address`; SageMaker sends traffic to port 8080, e.g. -addr 127.0.0.1:9090")
+	addr = fs.String("addr", "localhost:8080", "listen `address`; loopback by default, so that only this machine can reach it; SageMaker sends traffic to port 8080 of every interface, which the Dockerfile sets with -addr :8080, e.g. -addr 127.0.0.1:9090")
 	defaults = fs.String("defaults", "", "default behaviour as a `query` string, overridden by each connection's query string,\ne.g. -defaults 'mode=echo&fragment=256'")
 	readLimit = fs.Int64("read-limit", model.DefaultReadLimit, "largest message read, in `bytes`, e.g. -read-limit 1048576")
 	quiet = fs.Bool("q", false, "do not log connections, e.g. -q")
@@ -50,7 +52,7 @@ func defineFlags(fs *flag.FlagSet) (addr, defaults *string, readLimit *int64, qu
 		fmt.Fprintf(out, "Flags:\n")
 		fs.PrintDefaults()
 		fmt.Fprintf(out, "\nQuery parameters (per connection, or in -defaults):\n%s", model.QueryHelp())
-		fmt.Fprintf(out, "\nExamples:\n  container -addr :8080 -defaults 'close_after=5&close_code=1011&close_reason=bye'\n")
+		fmt.Fprintf(out, "\nExamples:\n  container -defaults 'close_after=5&close_code=1011&close_reason=bye'\n")
 		fmt.Fprintf(out, "  then connect to ws://localhost:8080/invocations-bidirectional-stream?mode=echo\n")
 		fmt.Fprintf(out, "  docker run -p 8080:8080 IMAGE serve   # as SageMaker starts it\n")
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -34,6 +35,21 @@ func TestUsage(t *testing.T) {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("-h lacks %q:\n%s", want, help.String())
 		}
+	}
+}
+
+// The container listens on loopback unless told otherwise (the
+// Dockerfile passes -addr :8080 for SageMaker).
+func TestDefaultAddrIsLoopback(t *testing.T) {
+	fs := flag.NewFlagSet("container", flag.ContinueOnError)
+	defineFlags(fs)
+	host, _, err := net.SplitHostPort(fs.Lookup("addr").DefValue)
+	if err != nil || host != "localhost" {
+		t.Fatalf("-addr defaults to %q, want localhost:PORT", fs.Lookup("addr").DefValue)
+	}
+	docker, err := os.ReadFile("Dockerfile")
+	if err != nil || !strings.Contains(string(docker), `"-addr", ":8080"`) {
+		t.Fatalf("the Dockerfile does not pass -addr :8080: %v", err)
 	}
 }
 

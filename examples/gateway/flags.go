@@ -27,6 +27,11 @@ type config struct {
 	maxStreamAge, shutdownGrace time.Duration
 	maxFrameSize                int
 	quiet                       bool
+	endpoint                    string
+	handshakeTimeout            time.Duration
+	idleTimeout                 time.Duration
+	maxConnections, maxSessions int
+	maxEventSize                int
 }
 
 // newFlagSet defines every flag on a new flag set writing to out.
@@ -42,7 +47,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.tlsKey, "tls-key", "", "private key `file` (PEM) of -tls-cert, e.g. -tls-key key.pem")
 	fs.StringVar(&c.accessKey, "access-key", "", "access key `id` whose signatures are accepted (default $AWS_ACCESS_KEY_ID), e.g. -access-key AKIDLOCAL")
 	fs.StringVar(&c.secretKey, "secret-key", "", "secret access `key` of -access-key (default $AWS_SECRET_ACCESS_KEY, which is safer: flags show in ps), e.g. -secret-key local-secret")
-	fs.StringVar(&c.token, "session-token", "", "session `token` the requests must sign (default $AWS_SESSION_TOKEN when the keys come from the environment), e.g. -session-token TOKEN")
+	fs.StringVar(&c.token, "session-token", "", "session `token` the requests must sign (default $AWS_SESSION_TOKEN when the keys come from the environment, which is safer: flags show in ps), e.g. -session-token TOKEN")
 	fs.BoolVar(&c.acceptAny, "accept-any-signature", false, "accept requests whatever their SigV4 signatures (or none), e.g. -accept-any-signature")
 	fs.StringVar(&c.region, "region", "", "signing `region` the requests must use (default $AWS_REGION, $AWS_DEFAULT_REGION, else us-west-2), e.g. -region eu-west-1")
 	fs.StringVar(&c.variant, "variant", bridge.DefaultVariant, "production variant `name` answered in X-Amzn-Invoked-Production-Variant, e.g. -variant Blue")
@@ -56,6 +61,12 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.closeTimeout, "close-timeout", bridge.DefaultCloseTimeout, "`time` to wait for the container's close frame after the gateway's, e.g. -close-timeout 1s")
 	fs.IntVar(&c.maxFrameSize, "max-frame-size", bridge.DefaultMaxFrameSize, fmt.Sprintf("largest frame accepted from the container, in `bytes` (at most %d), e.g. -max-frame-size 1048576", bridge.MaxFrameSizeLimit))
 	fs.BoolVar(&c.quiet, "q", false, "log only warnings and errors, e.g. -q")
+	fs.StringVar(&c.endpoint, "endpoint", "", "the only endpoint `name` served; others get 400 as SageMaker answers an unknown endpoint (default: any name), e.g. -endpoint my-endpoint")
+	fs.DurationVar(&c.handshakeTimeout, "handshake-timeout", bridge.DefaultHandshakeTimeout, "`time` a new connection has for its TLS handshake (h2c: its HTTP/2 preface) (negative: no limit), e.g. -handshake-timeout 5s")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", bridge.DefaultIdleTimeout, "close a client connection with no stream open for this `time` (negative: never), e.g. -idle-timeout 2m")
+	fs.IntVar(&c.maxConnections, "max-connections", bridge.DefaultMaxConnections, "client `connections` held at once; more are closed at once (negative: no cap), e.g. -max-connections 4096")
+	fs.IntVar(&c.maxSessions, "max-sessions", bridge.DefaultMaxSessions, "`sessions` running at once; more get 503 ServiceUnavailableError (negative: no cap), e.g. -max-sessions 100")
+	fs.IntVar(&c.maxEventSize, "max-event-size", bridge.DefaultMaxEventSize, "largest client event (a message part on its way to the container, with its headers) a session buffers, in `bytes`; a larger one fails the stream (negative: the format's 24 MiB), e.g. -max-event-size 4194304")
 	fs.Usage = func() { usage(fs) }
 	return fs
 }
@@ -75,7 +86,7 @@ Flags:
 	fmt.Fprint(out, `
 Examples:
   # the sample container, then the gateway with the environment's credentials
-  go run ./examples/container -addr :8080 &
+  go run ./examples/container &
   AWS_ACCESS_KEY_ID=AKIDLOCAL AWS_SECRET_ACCESS_KEY=local-secret \
     go run ./examples/gateway -cert-out /tmp/gateway.pem
 

@@ -117,6 +117,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if c.maxFrameSize <= 0 || c.maxFrameSize > bridge.MaxFrameSizeLimit {
 		return usageErr("-max-frame-size must be in 1..%d", bridge.MaxFrameSizeLimit)
 	}
+	for _, f := range []struct {
+		name string
+		zero bool
+	}{
+		{"-handshake-timeout", c.handshakeTimeout == 0}, {"-idle-timeout", c.idleTimeout == 0},
+		{"-max-connections", c.maxConnections == 0}, {"-max-sessions", c.maxSessions == 0},
+		{"-max-event-size", c.maxEventSize == 0},
+	} {
+		if f.zero {
+			return usageErr("%s must not be 0 (a negative value lifts the limit)", f.name)
+		}
+	}
 	if c.maxMissedPongs <= 0 {
 		return usageErr("-max-missed-pongs must be at least 1")
 	}
@@ -161,6 +173,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			DialTimeout:    c.dialTimeout,
 			CloseTimeout:   c.closeTimeout,
 			MaxFrameSize:   c.maxFrameSize,
+			EndpointName:   c.endpoint,
 			Logger:         logger,
 		},
 		Listener:           ln,
@@ -170,6 +183,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		AcceptAnySignature: c.acceptAny,
 		Region:             c.region,
 		MaxStreamAge:       c.maxStreamAge,
+		HandshakeTimeout:   c.handshakeTimeout,
+		IdleTimeout:        c.idleTimeout,
+		MaxConnections:     c.maxConnections,
+		MaxSessions:        c.maxSessions,
+		MaxEventSize:       c.maxEventSize,
 	})
 	if err != nil {
 		logger.Error("starting the gateway", "err", err)
@@ -192,7 +210,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if c.acceptAny {
 		signatures = []any{"signatures", "any accepted"}
 	}
-	logger.Info("listening", append([]any{"url", g.URL(), "container", opts.Container, "variant", opts.Variant}, signatures...)...)
+	endpoint := opts.EndpointName
+	if endpoint == "" {
+		endpoint = "any (set -endpoint to refuse other names)"
+	}
+	logger.Info("listening", append([]any{"url", g.URL(), "container", opts.Container, "endpoint", endpoint, "variant", opts.Variant}, signatures...)...)
+	if warning := exposureWarning(ln.Addr(), c.acceptAny, c.h2c); warning != "" {
+		logger.Warn(warning, "addr", ln.Addr().String())
+	}
 	if opts.DialTimeout > bridge.SageMakerAcceptLimit {
 		logger.Warn("-dial-timeout is over SageMaker's limit: a container that needs it works here and fails on SageMaker",
 			"dial_timeout", opts.DialTimeout, "sagemaker_limit", bridge.SageMakerAcceptLimit)
@@ -203,7 +228,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		logger.Info("container ready")
 	}
 
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-g.Done():
+		logger.Error("the listener failed: no more connections can be accepted", "err", g.Err())
+		g.Close()
+		return exitError
+	}
 	logger.Info("shutting down: no new sessions; running ones may finish", "active_sessions", g.Handler().ActiveSessions(), "grace", c.shutdownGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownGrace)
 	if err := g.Shutdown(sctx); err != nil {
@@ -239,6 +270,24 @@ func verifyCredentials(c *config, getenv func(string) string) (aws.Credentials, 
 		return aws.Credentials{}, nil
 	}
 	return aws.Credentials{}, errors.New("no credentials: set -access-key and -secret-key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or pass -accept-any-signature")
+}
+
+// exposureWarning returns the warning to log when addr is not a loopback
+// address (an unspecified address such as ":8443" listens on every
+// interface), naming what -accept-any-signature and -h2c add to the
+// risk, and "" on loopback.
+func exposureWarning(addr net.Addr, acceptAny, h2c bool) string {
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		return ""
+	}
+	risk := "other machines can reach the gateway"
+	switch {
+	case acceptAny:
+		risk += ", and -accept-any-signature lets anyone use the container"
+	case h2c:
+		risk += ", and -h2c sends everything in clear text"
+	}
+	return "listening beyond loopback: " + risk + "; use -addr localhost:PORT unless that is intended"
 }
 
 func firstNonEmpty(vals ...string) string {

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"flag"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -89,6 +90,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-dial-timeout", "0"}, testEnv, "SageMaker's limit is 250ms"},
 		{[]string{"-shutdown-grace", "-1s"}, testEnv, "-shutdown-grace must not be negative"},
 		{[]string{"-no-such-flag"}, testEnv, "flag provided but not defined"},
+		{[]string{"-max-sessions", "0"}, testEnv, "-max-sessions must not be 0"},
+		{[]string{"-max-event-size", "0"}, testEnv, "-max-event-size must not be 0"},
+		{[]string{"-idle-timeout", "0"}, testEnv, "-idle-timeout must not be 0"},
 	} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), tc.args, io.Discard, &stderr, tc.env)
@@ -193,6 +197,54 @@ func TestRun(t *testing.T) {
 	for _, secret := range []string{secretPayload, testSecretKey, "mode=echo"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("log shows %q:\n%s", secret, out)
+		}
+	}
+}
+
+// Listening beyond loopback is announced with a warning that names the
+// risk of -accept-any-signature and -h2c; loopback is not. (The addresses
+// are checked without listening on them: the tests stay on loopback.)
+func TestExposureWarning(t *testing.T) {
+	any4 := &net.TCPAddr{IP: net.IPv4zero, Port: 8443}
+	for _, tc := range []struct {
+		addr           net.Addr
+		acceptAny, h2c bool
+		want           string // "" for no warning
+	}{
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8443}, true, true, ""},
+		{&net.TCPAddr{IP: net.IPv6loopback, Port: 8443}, false, false, ""},
+		{any4, false, false, "other machines can reach the gateway;"},
+		{&net.TCPAddr{IP: net.IPv4(192, 168, 1, 2), Port: 8443}, false, false, "other machines can reach the gateway;"},
+		{any4, true, false, "-accept-any-signature lets anyone use the container"},
+		{any4, false, true, "-h2c sends everything in clear text"},
+	} {
+		got := exposureWarning(tc.addr, tc.acceptAny, tc.h2c)
+		if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%v any=%v h2c=%v: %q, want %q", tc.addr, tc.acceptAny, tc.h2c, got, tc.want)
+		}
+	}
+	// The program logs it at start.
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := new(clitest.SyncBuffer)
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"-addr", "127.0.0.1:0", "-container", "ws://127.0.0.1:1", "-health-timeout", "-1s"}, io.Discard, logs, testEnv)
+	}()
+	waitListening(t, logs)
+	cancel()
+	<-exit
+	if strings.Contains(logs.String(), "beyond loopback") {
+		t.Errorf("a loopback address was warned about:\n%s", logs)
+	}
+}
+
+// -session-token warns, as -secret-key does, that flags show in ps.
+func TestSecretFlagsWarnAboutPS(t *testing.T) {
+	var c config
+	fs := newFlagSet(&c, io.Discard)
+	for _, name := range []string{"secret-key", "session-token"} {
+		if !strings.Contains(fs.Lookup(name).Usage, "flags show in ps") {
+			t.Errorf("-%s help does not warn that flags show in ps", name)
 		}
 	}
 }

@@ -72,7 +72,21 @@ func (h *Handler) serveSession(w http.ResponseWriter, r *http.Request, b behavio
 	cancel()
 	conn.CloseNow()
 	<-readDone
-	h.log.Info("session end", "remote", r.RemoteAddr, "sent", s.sent, "err", err)
+	h.logEnd(r.RemoteAddr, s.sent, err)
+}
+
+// logEnd logs the end of a session: a close handshake with 1000 (normal)
+// or 1001 (going away) is a clean end, logged with its code; anything
+// else is logged as a warning with its error.
+func (h *Handler) logEnd(remote string, sent int, err error) {
+	switch code := websocket.CloseStatus(err); {
+	case err == nil:
+		h.log.Info("session end", "remote", remote, "sent", sent)
+	case code == websocket.StatusNormalClosure || code == websocket.StatusGoingAway:
+		h.log.Info("session end", "remote", remote, "sent", sent, "close_code", int(code))
+	default:
+		h.log.Warn("session end", "remote", remote, "sent", sent, "err", err)
+	}
 }
 
 // readLoop queues received messages for run until the connection fails or

@@ -117,7 +117,9 @@
 //	                                            (the gateway sends Close 1001 "ping timeout", then drops the connection)
 //	container broke RFC 6455         "1002"     Model container broke the WebSocket protocol: <what> (code 1002)
 //	                                            (masked frame, reserved bits or opcode, bad fragmentation, bad
-//	                                            control frame, bytes that are not frames; the gateway sends Close 1002)
+//	                                            control frame, bytes that are not frames, a close code that must
+//	                                            not be sent, 1006 included, or a close reason that is not UTF-8;
+//	                                            the gateway sends Close 1002 and never echoes a forbidden code)
 //	frame over MaxFrameSize          "1009"     Model container sent a frame of N bytes, over the gateway's limit of M (code 1009)
 //	writing to the container failed  "1006"     Model container connection failed while the gateway was writing to it (code 1006)
 //
@@ -145,4 +147,17 @@
 // Flow control is end to end: the gateway reads the next client part only
 // after the previous frame was written, and the next container frame only
 // after the client took the previous part.
+//
+// On the client side, [Config] caps what a local process can make the
+// gateway hold: the TLS handshake and idle connections are timed
+// (HandshakeTimeout, IdleTimeout), connections and sessions are counted
+// (MaxConnections, MaxSessions), a client event is refused from its length
+// prefix over MaxEventSize (1 MiB), and MaxStreamAge ends a session even
+// when its client stopped reading. The worst case is then about
+// MaxSessions × (MaxEventSize + the 1 MiB HTTP/2 window of a stream + a
+// container frame on its way); examples/gateway's README gives measured
+// figures. An accept that fails for lack of descriptors is retried with
+// backoff; a listener that fails for good closes [Gateway.Done]. The log
+// lines a client can cause at will (rejected requests, failed TLS
+// handshakes) are throttled to five per kind every 10 s.
 package bridge

@@ -248,6 +248,17 @@ func TestContainerProtocolErrors(t *testing.T) {
 		{"fragmented ping", frameBytes(false, opPing, nil), "1002", "fragmented ping frame"},
 		{"long ping", frameBytes(true, opPing, make([]byte, 126)), "1002", "ping frame of 126 bytes"},
 		{"one-byte close", frameBytes(true, opClose, []byte{3}), "1002", "close frame with a one-byte payload"},
+		// Close codes RFC 6455 forbids on the wire are never echoed, and a
+		// container that sends 1006 broke the protocol: it did not drop
+		// the connection.
+		{"close code 0", frameBytes(true, opClose, []byte{0, 0}), "1002", "close frame with code 0, which must not be sent"},
+		{"close code 999", frameBytes(true, opClose, []byte{0x03, 0xe7}), "1002", "code 999, which must not be sent"},
+		{"close code 1006", frameBytes(true, opClose, []byte{0x03, 0xee}), "1002", "code 1006, which must not be sent"},
+		{"close code 1015", frameBytes(true, opClose, []byte{0x03, 0xf7}), "1002", "code 1015, which must not be sent"},
+		{"close code 2000", frameBytes(true, opClose, []byte{0x07, 0xd0}), "1002", "code 2000, which must not be sent"},
+		{"close code 5000", frameBytes(true, opClose, []byte{0x13, 0x88}), "1002", "code 5000, which must not be sent"},
+		{"close code 65535", frameBytes(true, opClose, []byte{0xff, 0xff}), "1002", "code 65535, which must not be sent"},
+		{"close reason not UTF-8", frameBytes(true, opClose, []byte{0x03, 0xe8, 0xc3, 0x28}), "1002", "reason that is not valid UTF-8"},
 		{"HTTP instead of frames", []byte("HTTP/1.1 200 OK\r\n\r\n"), "1002", "reserved bits"},
 		{"frame over the limit", frameBytes(true, opBinary, make([]byte, 2000)), "1009", "a frame of 2000 bytes, over the gateway's limit of 1024"},
 	} {

@@ -6,10 +6,13 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"log"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -61,10 +64,49 @@ type Config struct {
 	// is closed with 1001 "connection cap reached". 0 means
 	// DefaultMaxStreamAge; a negative value means no cap.
 	MaxStreamAge time.Duration
+
+	// HandshakeTimeout bounds a new connection's TLS handshake (or, with
+	// H2C, its HTTP/2 preface). 0 means DefaultHandshakeTimeout; a
+	// negative value means no limit.
+	HandshakeTimeout time.Duration
+
+	// IdleTimeout closes a client connection that has had no stream open
+	// for that long. 0 means DefaultIdleTimeout; a negative value means
+	// no limit.
+	IdleTimeout time.Duration
+
+	// MaxConnections caps the client connections held at once; one over
+	// the cap is closed at once. 0 means DefaultMaxConnections; a
+	// negative value means no cap.
+	MaxConnections int
+
+	// MaxSessions caps the sessions running at once; a request over the
+	// cap is answered 503 ServiceUnavailableError. 0 means
+	// DefaultMaxSessions; a negative value means no cap.
+	MaxSessions int
+
+	// MaxEventSize caps the bytes a session buffers for one client event
+	// (a PayloadPart with its headers, inside its signed envelope), that
+	// is the size of a message part on its way to the container: a larger
+	// event fails the stream from its length prefix, before its bytes are
+	// held. 0 means DefaultMaxEventSize; a negative value means the
+	// event-stream limit, 24 MiB.
+	MaxEventSize int
 }
 
-// DefaultMaxStreamAge is the default connection cap of a [Gateway].
-const DefaultMaxStreamAge = 30 * time.Minute
+// Defaults of the [Config] fields whose zero value means "default". With
+// them, what clients can make the gateway hold is bounded: about
+// MaxSessions × (MaxEventSize + the 1 MiB HTTP/2 window of a stream +
+// MaxFrameSize of a container frame on its way) in the worst case, and
+// far less in practice (see the package documentation).
+const (
+	DefaultMaxStreamAge     = 30 * time.Minute
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultIdleTimeout      = 30 * time.Second
+	DefaultMaxConnections   = 1024
+	DefaultMaxSessions      = 1024
+	DefaultMaxEventSize     = 1 << 20
+)
 
 // Gateway is a local SageMaker bidirectional-streaming endpoint in front
 // of a model container: a [biditest.Server] (HTTP/2, SigV4, the service's
@@ -73,6 +115,8 @@ type Gateway struct {
 	srv     *biditest.Server
 	handler *Handler
 	log     *slog.Logger
+	ln      *watchedListener
+	vlog    throttle // of the violation lines
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -102,7 +146,22 @@ func start(cfg Config) (*Gateway, error) {
 		defer g.srv.ForgetStream(st)
 		h.ServeBidi(st)
 	}))
-	srv.Listener = cfg.Listener
+	ln := cfg.Listener
+	if ln == nil {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			h.Close()
+			return nil, fmt.Errorf("bridge: listening on a loopback port: %w", err)
+		}
+		ln = l
+	}
+	g.ln = &watchedListener{Listener: ln, failed: make(chan struct{})}
+	srv.Listener = g.ln
+	srv.HandshakeTimeout = orDefault(cfg.HandshakeTimeout, DefaultHandshakeTimeout)
+	srv.IdleTimeout = orDefault(cfg.IdleTimeout, DefaultIdleTimeout)
+	srv.MaxConnections = orDefault(cfg.MaxConnections, DefaultMaxConnections)
+	srv.MaxSessions = orDefault(cfg.MaxSessions, DefaultMaxSessions)
+	srv.MaxEventSize = orDefault(cfg.MaxEventSize, DefaultMaxEventSize)
 	srv.H2C = cfg.H2C
 	srv.TLS = cfg.TLS
 	srv.SkipVerify = cfg.AcceptAnySignature
@@ -119,7 +178,7 @@ func start(cfg Config) (*Gateway, error) {
 		srv.MaxStreamAge = cfg.MaxStreamAge
 	}
 	h.maxStreamAge = srv.MaxStreamAge
-	srv.ErrorLog = log.New(logWriter{h.log}, "", 0)
+	srv.ErrorLog = log.New(&logWriter{log: h.log}, "", 0)
 	g.srv = srv
 	srv.Start()
 
@@ -129,6 +188,37 @@ func start(cfg Config) (*Gateway, error) {
 	}
 	go g.logViolations(interval)
 	return g, nil
+}
+
+// orDefault returns v, def when v is 0, or -1 (no limit, for biditest)
+// when v is negative.
+func orDefault[T int | time.Duration](v, def T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return -1
+	}
+	return v
+}
+
+// Done is closed when the gateway can accept no more connections: its
+// listener failed with a permanent error (see [Gateway.Err]). Accepts
+// that fail for a while (the descriptor limit reached, say) are retried
+// with backoff and do not close it. A supervisor should restart a
+// gateway whose Done is closed: it is no longer healthy, whatever its
+// container's health.
+func (g *Gateway) Done() <-chan struct{} { return g.ln.failed }
+
+// Err returns the listener's permanent error once [Gateway.Done] is
+// closed, and nil before.
+func (g *Gateway) Err() error {
+	select {
+	case <-g.ln.failed:
+		return g.ln.err
+	default:
+		return nil
+	}
 }
 
 // URL returns the gateway's base URL, for example
@@ -207,9 +297,18 @@ func (g *Gateway) logViolations(interval time.Duration) {
 		}
 		for _, err := range g.srv.TakeViolations() {
 			var v *biditest.Violation
-			if errors.As(err, &v) {
-				g.log.Warn("request rejected", "rule", v.Rule, "status", v.StatusCode(), "error_type", v.ErrorType(), "reason", v.Message)
+			if !errors.As(err, &v) {
+				continue
 			}
+			ok, suppressed := g.vlog.allow(string(v.Rule)+" "+v.ErrorType(), time.Now())
+			if !ok {
+				continue
+			}
+			attrs := []any{"rule", v.Rule, "status", v.StatusCode(), "error_type", v.ErrorType(), "reason", v.Message}
+			if suppressed > 0 {
+				attrs = append(attrs, "similar_suppressed", suppressed)
+			}
+			g.log.Warn("request rejected", attrs...)
 		}
 		select {
 		case <-g.stop:
@@ -219,17 +318,66 @@ func (g *Gateway) logViolations(interval time.Duration) {
 	}
 }
 
-// logWriter sends net/http's server errors (TLS handshake failures, for
-// example from a client that does not trust the certificate) to the
-// logger.
-type logWriter struct{ log *slog.Logger }
+// logWriter sends the server's error lines (TLS handshake failures, for
+// example from a client that does not trust the certificate; failed
+// accepts; connections over the cap) to the logger as warnings, a few of
+// each kind a minute at most: a client can cause them at will.
+type logWriter struct {
+	log      *slog.Logger
+	throttle throttle
+}
 
 // Write logs one line of the server's error log as a warning.
-func (w logWriter) Write(p []byte) (int, error) {
-	msg := string(p)
-	for len(msg) > 0 && msg[len(msg)-1] == '\n' {
-		msg = msg[:len(msg)-1]
+func (w *logWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimRight(string(p), "\n")
+	kind := "other"
+	for _, k := range []string{"TLS handshake error", "accept", "MaxConnections", "MaxSessions"} {
+		if strings.Contains(msg, k) {
+			kind = k
+			break
+		}
 	}
-	w.log.Warn("http server", "err", msg)
+	ok, suppressed := w.throttle.allow(kind, time.Now())
+	if !ok {
+		return len(p), nil
+	}
+	if len(msg) > 512 {
+		msg = msg[:512] + "…"
+	}
+	attrs := []any{"err", msg}
+	if suppressed > 0 {
+		attrs = append(attrs, "similar_suppressed", suppressed)
+	}
+	w.log.Warn("http server", attrs...)
 	return len(p), nil
+}
+
+// watchedListener is the gateway's listener as biditest sees it: it
+// records the first permanent accept error (not a temporary one, which
+// biditest retries, nor the one Close causes) and closes failed.
+type watchedListener struct {
+	net.Listener
+	closed atomic.Bool
+	once   sync.Once
+	failed chan struct{}
+	err    error // set before failed is closed
+}
+
+func (l *watchedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil && !l.closed.Load() && !errors.Is(err, net.ErrClosed) {
+		var te interface{ Temporary() bool }
+		if !errors.As(err, &te) || !te.Temporary() {
+			l.once.Do(func() {
+				l.err = err
+				close(l.failed)
+			})
+		}
+	}
+	return c, err
+}
+
+func (l *watchedListener) Close() error {
+	l.closed.Store(true)
+	return l.Listener.Close()
 }

@@ -106,6 +106,11 @@ func (h *Handler) ServeBidi(st *biditest.Stream) {
 	log.Info("session requested", "endpoint", st.EndpointName, "remote", st.RemoteAddr,
 		"path", "/"+path, "query", st.ModelQueryString != "", "request_id", st.RequestID)
 
+	if h.opts.EndpointName != "" && st.EndpointName != h.opts.EndpointName {
+		log.Info("session refused: unknown endpoint name", "endpoint", st.EndpointName)
+		failEndpoint(st, st.EndpointName, h.opts.EndpointName)
+		return
+	}
 	if st.TargetVariant != "" && st.TargetVariant != h.opts.Variant {
 		log.Info("session refused: unknown target variant", "target_variant", st.TargetVariant)
 		failVariant(st, st.TargetVariant, h.opts.Variant)

@@ -67,6 +67,14 @@ func failVariant(st *biditest.Stream, target, variant string) {
 	})
 }
 
+// failEndpoint answers 400 InputValidationError for an endpoint name the
+// gateway does not serve, as SageMaker answers a name it does not know.
+func failEndpoint(st *biditest.Stream, name, served string) {
+	st.Fail(http.StatusBadRequest, "InputValidationError", map[string]any{
+		"Message": fmt.Sprintf("Endpoint %q not found: this gateway serves only %q", name, served),
+	})
+}
+
 // originalMessage returns the container's error body as text, trimmed,
 // or "" if it is not UTF-8.
 func originalMessage(body []byte) string {

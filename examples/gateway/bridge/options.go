@@ -46,6 +46,13 @@ type Options struct {
 	// DefaultContainer.
 	Container string
 
+	// EndpointName is the only endpoint name the handler serves: a
+	// request naming another is answered 400 InputValidationError, as
+	// SageMaker answers a name it does not know. "" serves any name (the
+	// name is logged with each session, and the gateway says at start
+	// that any name is accepted).
+	EndpointName string
+
 	// Variant is the production variant the gateway reports in
 	// X-Amzn-Invoked-Production-Variant, and the only TargetVariant it
 	// accepts. "" means DefaultVariant.

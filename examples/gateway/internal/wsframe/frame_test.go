@@ -233,6 +233,23 @@ func TestMaskBytesInPieces(t *testing.T) {
 	}
 }
 
+// ClosePayload refuses forbidden codes and sends only valid UTF-8.
+func TestClosePayloadValidates(t *testing.T) {
+	if got := ClosePayload(1000, "a\xffb"); string(got[2:]) != "a\uFFFDb" {
+		t.Errorf("invalid UTF-8 reason sent as %q", got[2:])
+	}
+	for _, code := range []int{0, 999, 1005, 1006, 1015, 2000, 5000} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("ClosePayload(%d) did not panic", code)
+				}
+			}()
+			ClosePayload(code, "")
+		}()
+	}
+}
+
 func TestClosePayload(t *testing.T) {
 	if got := ClosePayload(1000, ""); !bytes.Equal(got, []byte{0x03, 0xe8}) {
 		t.Errorf("ClosePayload(1000) = % x", got)
@@ -251,6 +268,23 @@ func TestClosePayload(t *testing.T) {
 		{nil, CloseNoStatus, "", false},
 		{[]byte{3}, 0, "", true},
 		{[]byte{0x0f, 0xa1, 'b', 'y', 'e'}, 4001, "bye", false},
+		{[]byte{0x03, 0xeb}, 1003, "", false},
+		{[]byte{0x03, 0xf6}, 1014, "", false},
+		{[]byte{0x13, 0x87}, 4999, "", false},
+		{[]byte{0x0b, 0xb8}, 3000, "", false},
+		// Forbidden on the wire (RFC 6455 §7.4): reported as protocol
+		// errors, never echoed.
+		{[]byte{0x00, 0x00}, 0, "", true},
+		{[]byte{0x03, 0xe7}, 999, "", true},
+		{[]byte{0x03, 0xec}, 1004, "", true},
+		{[]byte{0x03, 0xed}, 1005, "", true},
+		{[]byte{0x03, 0xee}, 1006, "", true},
+		{[]byte{0x03, 0xf7}, 1015, "", true},
+		{[]byte{0x03, 0xf8}, 1016, "", true},
+		{[]byte{0x0b, 0xb7}, 2999, "", true},
+		{[]byte{0x13, 0x88}, 5000, "", true},
+		{[]byte{0xff, 0xff}, 65535, "", true},
+		{[]byte{0x03, 0xe8, 0xff, 0xfe}, 1000, "", true}, // reason not UTF-8
 	} {
 		code, reason, err := ParseClose(tc.payload)
 		if code != tc.code || reason != tc.reason || (err != nil) != tc.err {
