@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +31,7 @@ var errTimeout = errors.New("timed out (-timeout)")
 // exit code. Output goes to stdout; the status line, notes and errors to
 // stderr. ctx is cancelled on interrupt.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
+	o, err := parseFlags(args, stdout, stderr)
 	if err != nil {
 		if isHelp(err) {
 			return exitOK
@@ -38,6 +39,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		var ue *usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(stderr, "bidicat: usage: %v\nRun 'bidicat -h' for the flags.\n", err)
+		}
+		if wantsJSON(args) {
+			// Scripts get the error and the summary line as after any
+			// other failure.
+			enc := json.NewEncoder(stdout)
+			enc.SetEscapeHTML(false)
+			enc.Encode(jsonError{Type: "error", ExitCode: exitUsage, Class: "usage", Error: err.Error()})
+			enc.Encode(jsonSummary{Type: "summary", ExitCode: exitUsage})
 		}
 		return exitUsage
 	}
@@ -69,7 +78,6 @@ type cat struct {
 	st      *status
 	out     *output
 	started atomic.Bool // the service accepted the stream (HTTP 200)
-	opened  bool        // Open succeeded
 }
 
 func (c *cat) session(ctx context.Context, stdin io.Reader) error {
@@ -86,7 +94,6 @@ func (c *cat) session(ctx context.Context, stdin io.Reader) error {
 		return err
 	}
 	defer sess.Close()
-	c.opened = true
 	c.st.start(time.Now())
 
 	recvDone := make(chan error, 1)
@@ -181,7 +188,8 @@ func (c *cat) receive(ctx context.Context, sess *bidi.Session) error {
 	}
 }
 
-// jsonSummary is the last line of -json output.
+// jsonSummary is the last line of -json output, whatever the outcome: a
+// usage error, a failed connection (zero counts and duration) included.
 type jsonSummary struct {
 	Type          string  `json:"type"`
 	ExitCode      int     `json:"exit_code"`
@@ -202,7 +210,7 @@ func (c *cat) report(err error, interrupted bool) int {
 	} else {
 		c.warnSilence()
 	}
-	if c.o.json && c.opened {
+	if c.o.json {
 		sp, sb, rp, rb, ttfb, total := c.st.snapshot()
 		c.out.emit(jsonSummary{Type: "summary", ExitCode: code, SentParts: sp, SentBytes: sb,
 			ReceivedParts: rp, ReceivedBytes: rb, FirstByteMS: ms(ttfb), DurationMS: ms(total)})
