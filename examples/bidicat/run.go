@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	typing := cli.IsTerminal(stdin) && o.binary == "" && len(o.files) == 0
 	o.applyDefaults(typing, cli.IsTerminal(stdout))
 	st := newStatus(stderr, !o.quiet && cli.IsTerminal(stderr), !typing, cli.IsTerminal(stdout))
-	c := &cat{o: o, st: st, out: newOutput(o, stdout, st)}
+	c := &cat{o: o, st: st, out: newOutput(o, stdout, st), typing: typing}
 	err = c.session(sessCtx, stdin)
 	st.finish()
 	return c.report(err, cli.Interrupted(ctx))
@@ -74,10 +74,36 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // cat runs one session: a sender goroutine for the input, a receiver
 // goroutine for the output.
 type cat struct {
-	o       *options
-	st      *status
-	out     *output
-	started atomic.Bool // the service accepted the stream (HTTP 200)
+	o          *options
+	st         *status
+	out        *output
+	typing     bool        // the input is typed on a terminal
+	started    atomic.Bool // the service accepted the stream (HTTP 200)
+	inputEnded atomic.Bool // the whole input was read and sent
+}
+
+// prompt tells someone about to type the input what to type and how to
+// end, on a terminal (a note: not with -q).
+func (c *cat) prompt() {
+	what := "one message per line"
+	if c.o.mode != modeRaw {
+		what = `one request per line, e.g. {"messages":[{"role":"user","content":"hi"}],"stream":true}`
+	}
+	c.st.note("type %s; Ctrl-D ends the input, Ctrl-C stops", what)
+}
+
+// interruptedWhile says what the session was doing when it was
+// interrupted, for the message of an interrupt.
+func (c *cat) interruptedWhile() string {
+	switch {
+	case !c.started.Load() && !c.inputEnded.Load():
+		return "before the service answered"
+	case !c.inputEnded.Load():
+		return "while the input was open (Ctrl-D ends it and waits for the answers)"
+	case c.o.mode == modeAnswer:
+		return "while waiting for the answers"
+	}
+	return fmt.Sprintf("while waiting for the model after the input ended (-linger %s)", c.o.linger)
 }
 
 func (c *cat) session(ctx context.Context, stdin io.Reader) error {
@@ -95,12 +121,15 @@ func (c *cat) session(ctx context.Context, stdin io.Reader) error {
 	}
 	defer sess.Close()
 	c.st.start(time.Now())
+	if c.typing {
+		c.prompt()
+	}
 
 	recvDone := make(chan error, 1)
 	go func() { recvDone <- c.receive(ctx, sess) }()
 	snd := &sender{sess: sess, o: c.o, st: c.st}
 	sendDone := make(chan error, 1)
-	go func() { sendDone <- snd.run(ctx, stdin) }()
+	go func() { sendDone <- snd.run(ctx, stdin, &c.inputEnded) }()
 
 	select {
 	case err := <-recvDone:
@@ -178,7 +207,11 @@ func (c *cat) receive(ctx context.Context, sess *bidi.Session) error {
 		case err != nil:
 			// What was received before the failure is still printed:
 			// an answer as far as it went, marked incomplete.
-			c.out.abort()
+			why := "the stream failed before the answer ended"
+			if cli.Interrupted(ctx) {
+				why = "interrupted before the answer ended"
+			}
+			c.out.abort(why)
 			return err
 		}
 		c.st.received(len(p.Data))
