@@ -149,9 +149,10 @@ func (out *output) keepHead(b []byte) {
 // a model that answers in plain text (an echo of typed lines, say) would
 // otherwise be reported only when the stream ends: it reports now, once,
 // when what came so far, taken as a whole stream, is not one: a syntax
-// error, or text without an event, a colon or an unfinished value.
+// error, or text without an event, a colon or an unfinished value. Once
+// a problem is reported (by the decoder itself, say), it checks no more.
 func (out *output) checkLive() error {
-	if out.events > 0 || out.headFull || out.reported > 0 || !out.significant || len(out.head) == out.probed {
+	if out.events > 0 || out.failed || out.headFull || !out.significant || len(out.head) == out.probed {
 		return nil
 	}
 	out.probed = len(out.head)
