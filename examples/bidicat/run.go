@@ -98,8 +98,10 @@ func (c *cat) interruptedWhile() string {
 	switch {
 	case !c.started.Load() && !c.inputEnded.Load():
 		return "before the service answered"
-	case !c.inputEnded.Load():
+	case !c.inputEnded.Load() && c.typing:
 		return "while the input was open (Ctrl-D ends it and waits for the answers)"
+	case !c.inputEnded.Load():
+		return "while the input was being sent"
 	case c.o.mode == modeAnswer:
 		return "while waiting for the answers"
 	}

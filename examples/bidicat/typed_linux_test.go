@@ -181,3 +181,38 @@ func TestInterruptedAnswer(t *testing.T) {
 		t.Errorf("an interrupt reported as a failed stream:\n%s", r.stderr)
 	}
 }
+
+// TestInterruptedWhileSending interrupts a session whose piped input is
+// still open: the message says so, with the counts.
+func TestInterruptedWhileSending(t *testing.T) {
+	_, flags := server(t, biditest.Echo())
+	cmd, _, stderr := command(t, cleanEnv(t), "", append(flags, "-endpoint", "e", "-nl")...)
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inW.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	cmd.Stdin, cmd.Stdout = inR, outW
+	start := time.Now()
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := readScreen(outR)
+	inW.Write([]byte("x\n"))
+	out.waitFor(t, "x\n") // the echo: the service answered, the input is still open
+	cmd.Process.Signal(os.Interrupt)
+	var stdout bytes.Buffer
+	r := finished(t, cmd, cmd.Wait(), start, &stdout, stderr)
+	r.wantCode(t, exitInterrupted)
+	if want := "bidicat: interrupted while the input was being sent; sent 1 part 1 B, received 1 part 1 B\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+}
