@@ -2,6 +2,8 @@ module github.com/sagemaker-bidi/sagemaker-bidi
 
 go 1.26.0
 
+toolchain go1.26.11
+
 require (
 	github.com/aws/aws-sdk-go-v2 v1.47.7
 	github.com/aws/aws-sdk-go-v2/config v1.33.15

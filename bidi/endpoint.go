@@ -2,6 +2,7 @@ package bidi
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
@@ -175,6 +176,19 @@ func validRegion(region string) bool {
 	return true
 }
 
+// regionError reports a region that is not a lower-case DNS label (see
+// validRegion). Every client checks its region so, with a custom endpoint
+// or without, since the region is also the signing region of every
+// request. A region is no secret: the message quotes it (its first 64
+// bytes) and gives an example.
+func regionError(region string) *EndpointError {
+	shown := region
+	if len(shown) > 64 {
+		shown = shown[:64] + "..."
+	}
+	return &EndpointError{Message: fmt.Sprintf("invalid region %q: want lower-case letters, digits and hyphens, e.g. us-west-2", shown)}
+}
+
 // normalizeFIPSRegion maps the legacy FIPS pseudo-regions that
 // aws-sdk-go-v2 accepts ("fips-us-east-1", "us-east-1-fips",
 // "us-fips-east-1") to the real region and reports whether one was found.
@@ -192,7 +206,8 @@ func normalizeFIPSRegion(region string) (string, bool) {
 // resolveEndpoint implements the SageMaker Runtime HTTP2 endpoint rule set
 // (model smithy.rules#endpointRuleSet, service version 2025-10-01).
 //
-// With base set, the custom endpoint is used as given, and FIPS or
+// A region that is set must be a lower-case DNS label, base or not (see
+// regionError). With base set, the custom endpoint is used as given, and FIPS or
 // dual-stack is a configuration error. Otherwise region picks the
 // partition: the partitions the rule set lists (aws, aws-cn, aws-us-gov,
 // aws-iso, aws-iso-b, aws-iso-f, aws-eusc) get
@@ -200,6 +215,9 @@ func normalizeFIPSRegion(region string) (string, bool) {
 // any other partition the generic https://runtime.sagemaker[-fips].{region}.{suffix}
 // without a port. The returned URL is a fresh value the caller may modify.
 func resolveEndpoint(region string, fips, dualStack bool, base *string) (*url.URL, error) {
+	if region != "" && !validRegion(region) {
+		return nil, regionError(region)
+	}
 	if base != nil {
 		if fips {
 			return nil, &EndpointError{Message: "Invalid Configuration: FIPS and custom endpoint are not supported"}
@@ -211,9 +229,6 @@ func resolveEndpoint(region string, fips, dualStack bool, base *string) (*url.UR
 	}
 	if region == "" {
 		return nil, &EndpointError{Message: "Invalid Configuration: Missing Region"}
-	}
-	if !validRegion(region) {
-		return nil, &EndpointError{Message: "invalid region: not a lower-case DNS label"}
 	}
 	p := partitionFor(region)
 	suffix := p.dnsSuffix

@@ -135,6 +135,16 @@ func TestChatAccumulatorErrors(t *testing.T) {
 	if !errors.As(err, &syn) || syn.Offset != 110 {
 		t.Errorf("syntax: %v", err)
 	}
+	// A NUL byte after the value is not the end of the data (found by
+	// FuzzChunkDecoder; testdata/fuzz/FuzzChunkDecoder/nul_after_value).
+	err = acc.AddEvent(framing.Event{Data: json.RawMessage("{}\x00garbage"), Offset: 40})
+	if !errors.As(err, &syn) || syn.Offset != 42 {
+		t.Errorf("NUL after the value: %v", err)
+	}
+	var text CompletionAccumulator
+	if err := text.AddEvent(framing.Event{Data: json.RawMessage("{}\x00")}); !errors.As(err, &syn) {
+		t.Errorf("text completion, NUL after the value: %v", err)
+	}
 	// A type mismatch names the event offset.
 	err = acc.AddEvent(framing.Event{Data: json.RawMessage(`{"choices":{}}`), Offset: 7})
 	var typ *json.UnmarshalTypeError

@@ -69,6 +69,8 @@ var chunkDecoderCases = []struct {
 	{`{"choices":[{"text":"a","prompt_logprobs":[null]}]}`, true, false},
 	{`{"kv_transfer_params":{}}`, true, false},
 	{`{"id":"c"} x`, false, false},                                                      // trailing bytes
+	{"{}\x00garbage", false, false},                                                     // a NUL byte is not the end
+	{"{\"id\":\"c\"}\x00", false, false},                                                // nor a trailing one
 	{`{"id":"c",}`, false, false},                                                       // syntax error
 	{`{"choices":[{"stop_reason":true}]}`, false, false},                                // not a string or number
 	{`{"a":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, false, false}, // deep

@@ -44,7 +44,9 @@ func (r *jsonReader) reset(b []byte) {
 // fail gives up on the value.
 func (r *jsonReader) fail() { r.failed = true }
 
-// ws skips whitespace and returns the next byte, or 0 at the end.
+// ws skips whitespace and returns the next byte, or 0 at the end. A NUL
+// byte in the input also reads as 0, so callers that need the end test
+// r.i against len(r.b) (see end); every other caller refuses 0.
 func (r *jsonReader) ws() byte {
 	for ; r.i < len(r.b); r.i++ {
 		switch c := r.b[r.i]; c {
@@ -58,7 +60,7 @@ func (r *jsonReader) ws() byte {
 
 // end reports whether only whitespace is left, failing otherwise.
 func (r *jsonReader) end() bool {
-	if r.ws() != 0 {
+	if r.ws(); r.i < len(r.b) {
 		r.fail()
 	}
 	return !r.failed

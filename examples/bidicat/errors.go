@@ -146,7 +146,13 @@ func (c *cat) reportError(err error, interrupted bool) int {
 	case "stream":
 		fmt.Fprintf(&b, "bidicat: error in the middle of the stream: %s\n", msg)
 	case "interrupted":
-		b.WriteString("bidicat: interrupted\n")
+		fmt.Fprintf(&b, "bidicat: interrupted %s", c.interruptedWhile())
+		if !c.st.onTTY {
+			// On a terminal the summary line said it already.
+			sp, sb, rp, rb, _, _ := c.st.snapshot()
+			fmt.Fprintf(&b, "; sent %s, received %s", count(sp, sb), count(rp, rb))
+		}
+		b.WriteString("\n")
 	default:
 		fmt.Fprintf(&b, "bidicat: %s\n", msg)
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,12 +97,14 @@ func newFlagSet(o *options, dataType *string, out io.Writer) *flag.FlagSet {
 		"WebSocket when the client's side ends, and a model still answering loses its last output, e.g. -linger 3s")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this `duration` (0: never), e.g. -timeout 30s")
 	fs.BoolVar(&o.version, "version", false, "print the version of bidicat and of the Go toolchain that built it, e.g. -version")
-	fs.Usage = func() { usage(fs) }
+	fs.Usage = func() { usage(fs, fs.Output()) }
 	return fs
 }
 
-func usage(fs *flag.FlagSet) {
-	out := fs.Output()
+// usage prints the help of -h on out.
+func usage(fs *flag.FlagSet, out io.Writer) {
+	defer fs.SetOutput(fs.Output())
+	fs.SetOutput(out)
 	fmt.Fprint(out, `Usage: bidicat [flags]
 
 Opens one bidirectional streaming session with a SageMaker endpoint, sends
@@ -155,13 +158,15 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// parseFlags parses args. It returns flag.ErrHelp for -h, and prints
-// parse errors itself (the error and a pointer to -h, not the whole
-// usage); other problems come back as a *usageError.
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
+// parseFlags parses args. It prints the help of -h on stdout and returns
+// flag.ErrHelp, and prints parse errors itself on stderr (the error and a
+// pointer to -h, not the whole usage); other problems come back as a
+// *usageError.
+func parseFlags(args []string, stdout, stderr io.Writer) (*options, error) {
 	o := &options{}
 	var dataType string
 	fs := newFlagSet(o, &dataType, stderr)
+	fs.Usage = func() { usage(fs, stdout) }
 	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -237,6 +242,29 @@ func (o *options) applyDefaults(typing, stdoutTTY bool) {
 	if !o.newlineSet && stdoutTTY && o.mode == modeRaw && !o.json {
 		o.newline = true
 	}
+}
+
+// wantsJSON reports whether args ask for -json, for the output of a
+// command line that did not parse: the flags before "--", -json,
+// --json, -json=BOOL, the last one winning.
+func wantsJSON(args []string) bool {
+	json := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, ok := strings.CutPrefix(a, "-")
+		if !ok {
+			continue
+		}
+		name = strings.TrimPrefix(name, "-")
+		if name == "json" {
+			json = true
+		} else if v, ok := strings.CutPrefix(name, "json="); ok {
+			json, _ = strconv.ParseBool(v)
+		}
+	}
+	return json
 }
 
 // isHelp reports whether err asks for the usage text only.

@@ -35,7 +35,7 @@ func TestTerminalDefaults(t *testing.T) {
 		{[]string{"-endpoint", "e", "-linger", "3s", "-json"}, true, true, 3 * time.Second, false},
 		{[]string{"-local", "-o", "answer"}, false, true, 0, false},
 	} {
-		o, err := parseFlags(tc.args, io.Discard)
+		o, err := parseFlags(tc.args, io.Discard, io.Discard)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.args, err)
 		}

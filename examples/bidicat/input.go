@@ -41,8 +41,9 @@ type sender struct {
 	pending atomic.Bool
 }
 
-// run sends the whole input, then ends the request side with CloseSend.
-func (s *sender) run(ctx context.Context, stdin io.Reader) error {
+// run sends the whole input, sets ended, then ends the request side
+// with CloseSend.
+func (s *sender) run(ctx context.Context, stdin io.Reader, ended *atomic.Bool) error {
 	var err error
 	switch {
 	case s.o.binary != "":
@@ -55,6 +56,7 @@ func (s *sender) run(ctx context.Context, stdin io.Reader) error {
 	if err != nil {
 		return err
 	}
+	ended.Store(true)
 	if s.o.linger > 0 {
 		if err := s.lingerOn(ctx, s.sess.Context().Done()); err != nil {
 			return err

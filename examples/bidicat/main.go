@@ -24,7 +24,8 @@
 // events of its SSE or JSON Lines stream (-o events) or the answers
 // rebuilt from them (-o answer, printed token by token as they stream,
 // and as far as they got, marked incomplete, when the stream fails);
-// -json prints one JSON object per line for scripts. On a terminal a live status line on standard error shows
+// -json prints one JSON object per line for scripts, always ending with
+// one summary line that carries the exit code (usage errors included). On a terminal a live status line on standard error shows
 // the invoked variant, the bytes and parts each way, the time to the
 // first byte and a spinner or an upload progress bar; -q silences it.
 //
@@ -38,8 +39,8 @@
 // Exit codes: 0 success, 1 other failures, 2 usage errors, 3 HTTP errors
 // before the stream started, 4 errors in the middle of the stream
 // (including input the service ended the stream on), 5 could not
-// connect, 130 interrupted. Run bidicat -h for every flag, bidicat
-// -version for the build.
+// connect, 130 interrupted. Run bidicat -h for every flag (the help goes
+// to standard output), bidicat -version for the build.
 package main
 
 import (

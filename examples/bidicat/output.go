@@ -16,6 +16,10 @@ import (
 // use -parts.
 const maxJSONMessage = bidi.DefaultMaxMessageSize
 
+// maxHead bounds the bytes kept to check that the model's output is an
+// event stream (see output.checkLive).
+const maxHead = 4 << 10
+
 // errUndecodable is matched by the error run returns when some of the
 // model's output could not be decoded or rebuilt (-o events, -o answer).
 var errUndecodable = errors.New("some of the model's output could not be decoded")
@@ -47,6 +51,15 @@ type output struct {
 	significant bool  // some of them were not whitespace
 	events      int   // events framed
 	answers     int   // answers printed
+
+	// The first bytes written to dec, kept until it frames an event, to
+	// tell at the end of each message whether they can start an event
+	// stream at all (see checkLive), and how much of it was reported
+	// live.
+	head     []byte
+	headFull bool  // more than maxHead bytes came before the first event
+	probed   int   // len(head) at the last check
+	reported int64 // the bytes reported live as not an event stream
 
 	// The end of what -o raw printed without -json, to end UTF8 text
 	// with a line end.
@@ -106,9 +119,62 @@ func (out *output) part(p bidi.Part) error {
 		return out.collect(p)
 	}
 	out.dec.Write(p.Data)
+	out.keepHead(p.Data)
 	out.decoded += int64(len(p.Data))
 	out.significant = out.significant || len(bytes.TrimSpace(p.Data)) > 0
-	return out.drain()
+	if err := out.drain(); err != nil {
+		return err
+	}
+	if p.Complete {
+		return out.checkLive()
+	}
+	return nil
+}
+
+// keepHead keeps the first maxHead bytes of the model's output until an
+// event is framed.
+func (out *output) keepHead(b []byte) {
+	if out.events > 0 || out.headFull {
+		return
+	}
+	if len(out.head)+len(b) > maxHead {
+		out.headFull, out.head = true, nil
+		return
+	}
+	out.head = append(out.head, b...)
+}
+
+// checkLive is called at the end of each message of the model while no
+// event has been framed yet. The decoder holds text until a line ends, so
+// a model that answers in plain text (an echo of typed lines, say) would
+// otherwise be reported only when the stream ends: it reports now, once,
+// when what came so far, taken as a whole stream, is not one: a syntax
+// error, or text without an event, a colon or an unfinished value. Once
+// a problem is reported (by the decoder itself, say), it checks no more.
+func (out *output) checkLive() error {
+	if out.events > 0 || out.failed || out.headFull || !out.significant || len(out.head) == out.probed {
+		return nil
+	}
+	out.probed = len(out.head)
+	probe := framing.NewDecoder(func(so *framing.Options) { so.Resync = true })
+	probe.Write(out.head)
+	probe.Close()
+	var syn *framing.SyntaxError
+	for {
+		_, err := probe.Next()
+		switch {
+		case err == nil, errors.Is(err, io.ErrUnexpectedEOF):
+			return nil // an event, or one on its way
+		case errors.As(err, &syn):
+			out.reported = int64(len(out.head))
+			return out.problem("decode", fmt.Errorf("%w; try -o raw", syn))
+		case err == io.EOF && !bytes.Contains(out.head, []byte(":")):
+			out.reported = int64(len(out.head))
+			return out.problem("decode", fmt.Errorf("received %d bytes that framed no SSE or JSON Lines event; try -o raw", len(out.head)))
+		case err != nil:
+			return nil
+		}
+	}
 }
 
 // collect reassembles a message for -json, or counts a binary one in the
@@ -142,8 +208,12 @@ func (out *output) drain() error {
 		case errors.Is(err, framing.ErrNeedInput), err == io.EOF:
 			return nil
 		case err != nil:
-			if err := out.problem("decode", err); err != nil {
-				return err
+			// An error in the bytes checkLive reported was told already.
+			var syn *framing.SyntaxError
+			if !errors.As(err, &syn) || syn.Offset >= out.reported {
+				if err := out.problem("decode", err); err != nil {
+					return err
+				}
 			}
 			if out.closed {
 				return nil
@@ -151,6 +221,7 @@ func (out *output) drain() error {
 			continue
 		}
 		out.events++
+		out.head = nil
 		if out.o.mode == modeEvents {
 			err = out.event(ev)
 		} else {
@@ -210,17 +281,17 @@ func (out *output) endText() error {
 	return out.write([]byte("\n"))
 }
 
-// abort is called when the stream failed: it ends raw text with a line
-// end and prints the answer in progress as far as it got, marked
-// incomplete, before the error is reported. Events not yet complete are
-// dropped.
-func (out *output) abort() {
+// abort is called when the stream failed or was interrupted (why says
+// which): it ends raw text with a line end and prints the answer in
+// progress as far as it got, marked incomplete, before the error is
+// reported. Events not yet complete are dropped.
+func (out *output) abort(why string) {
 	if out.o.mode == modeRaw {
 		out.endText()
 		return
 	}
 	if out.o.mode == modeAnswer {
-		out.ans.finish("the stream failed before the answer ended")
+		out.ans.finish(why)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +31,7 @@ var errTimeout = errors.New("timed out (-timeout)")
 // exit code. Output goes to stdout; the status line, notes and errors to
 // stderr. ctx is cancelled on interrupt.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
+	o, err := parseFlags(args, stdout, stderr)
 	if err != nil {
 		if isHelp(err) {
 			return exitOK
@@ -38,6 +39,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		var ue *usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(stderr, "bidicat: usage: %v\nRun 'bidicat -h' for the flags.\n", err)
+		}
+		if wantsJSON(args) {
+			// Scripts get the error and the summary line as after any
+			// other failure.
+			enc := json.NewEncoder(stdout)
+			enc.SetEscapeHTML(false)
+			enc.Encode(jsonError{Type: "error", ExitCode: exitUsage, Class: "usage", Error: err.Error()})
+			enc.Encode(jsonSummary{Type: "summary", ExitCode: exitUsage})
 		}
 		return exitUsage
 	}
@@ -56,7 +65,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	typing := cli.IsTerminal(stdin) && o.binary == "" && len(o.files) == 0
 	o.applyDefaults(typing, cli.IsTerminal(stdout))
 	st := newStatus(stderr, !o.quiet && cli.IsTerminal(stderr), !typing, cli.IsTerminal(stdout))
-	c := &cat{o: o, st: st, out: newOutput(o, stdout, st)}
+	c := &cat{o: o, st: st, out: newOutput(o, stdout, st), typing: typing}
 	err = c.session(sessCtx, stdin)
 	st.finish()
 	return c.report(err, cli.Interrupted(ctx))
@@ -65,11 +74,38 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // cat runs one session: a sender goroutine for the input, a receiver
 // goroutine for the output.
 type cat struct {
-	o       *options
-	st      *status
-	out     *output
-	started atomic.Bool // the service accepted the stream (HTTP 200)
-	opened  bool        // Open succeeded
+	o          *options
+	st         *status
+	out        *output
+	typing     bool        // the input is typed on a terminal
+	started    atomic.Bool // the service accepted the stream (HTTP 200)
+	inputEnded atomic.Bool // the whole input was read and sent
+}
+
+// prompt tells someone about to type the input what to type and how to
+// end, on a terminal (a note: not with -q).
+func (c *cat) prompt() {
+	what := "one message per line"
+	if c.o.mode != modeRaw {
+		what = `one request per line, e.g. {"messages":[{"role":"user","content":"hi"}],"stream":true}`
+	}
+	c.st.note("type %s; Ctrl-D ends the input, Ctrl-C stops", what)
+}
+
+// interruptedWhile says what the session was doing when it was
+// interrupted, for the message of an interrupt.
+func (c *cat) interruptedWhile() string {
+	switch {
+	case !c.started.Load() && !c.inputEnded.Load():
+		return "before the service answered"
+	case !c.inputEnded.Load() && c.typing:
+		return "while the input was open (Ctrl-D ends it and waits for the answers)"
+	case !c.inputEnded.Load():
+		return "while the input was being sent"
+	case c.o.mode == modeAnswer:
+		return "while waiting for the answers"
+	}
+	return fmt.Sprintf("while waiting for the model after the input ended (-linger %s)", c.o.linger)
 }
 
 func (c *cat) session(ctx context.Context, stdin io.Reader) error {
@@ -86,14 +122,16 @@ func (c *cat) session(ctx context.Context, stdin io.Reader) error {
 		return err
 	}
 	defer sess.Close()
-	c.opened = true
 	c.st.start(time.Now())
+	if c.typing {
+		c.prompt()
+	}
 
 	recvDone := make(chan error, 1)
 	go func() { recvDone <- c.receive(ctx, sess) }()
 	snd := &sender{sess: sess, o: c.o, st: c.st}
 	sendDone := make(chan error, 1)
-	go func() { sendDone <- snd.run(ctx, stdin) }()
+	go func() { sendDone <- snd.run(ctx, stdin, &c.inputEnded) }()
 
 	select {
 	case err := <-recvDone:
@@ -171,7 +209,11 @@ func (c *cat) receive(ctx context.Context, sess *bidi.Session) error {
 		case err != nil:
 			// What was received before the failure is still printed:
 			// an answer as far as it went, marked incomplete.
-			c.out.abort()
+			why := "the stream failed before the answer ended"
+			if cli.Interrupted(ctx) {
+				why = "interrupted before the answer ended"
+			}
+			c.out.abort(why)
 			return err
 		}
 		c.st.received(len(p.Data))
@@ -181,7 +223,8 @@ func (c *cat) receive(ctx context.Context, sess *bidi.Session) error {
 	}
 }
 
-// jsonSummary is the last line of -json output.
+// jsonSummary is the last line of -json output, whatever the outcome: a
+// usage error, a failed connection (zero counts and duration) included.
 type jsonSummary struct {
 	Type          string  `json:"type"`
 	ExitCode      int     `json:"exit_code"`
@@ -202,7 +245,7 @@ func (c *cat) report(err error, interrupted bool) int {
 	} else {
 		c.warnSilence()
 	}
-	if c.o.json && c.opened {
+	if c.o.json {
 		sp, sb, rp, rb, ttfb, total := c.st.snapshot()
 		c.out.emit(jsonSummary{Type: "summary", ExitCode: code, SentParts: sp, SentBytes: sb,
 			ReceivedParts: rp, ReceivedBytes: rb, FirstByteMS: ms(ttfb), DurationMS: ms(total)})

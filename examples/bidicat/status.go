@@ -189,14 +189,18 @@ func (s *status) lastActivity() time.Time {
 	return s.activity
 }
 
-// snapshot returns the counters, for the summary of -json.
+// snapshot returns the counters, for the summary of -json; the times are
+// zero for a session that never opened.
 func (s *status) snapshot() (sentParts, sentBytes, recvParts, recvBytes int64, ttfb, total time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.firstByte.IsZero() {
 		ttfb = s.firstByte.Sub(s.opened)
 	}
-	return s.sentParts, s.sentBytes, s.recvParts, s.recvBytes, ttfb, time.Since(s.opened)
+	if !s.opened.IsZero() {
+		total = time.Since(s.opened)
+	}
+	return s.sentParts, s.sentBytes, s.recvParts, s.recvBytes, ttfb, total
 }
 
 // note prints an informational line on a terminal only.

@@ -14,12 +14,16 @@ import (
 // went wrong without burying it: an unknown flag or a bad value prints
 // "NAME: usage: the error" and "Run 'NAME -h' for the flags." on fs's
 // output rather than the whole usage text; -h (or -help) prints the usage
-// and returns [flag.ErrHelp].
+// and returns [flag.ErrHelp]. The usage is printed once, by fs.Usage,
+// which may write it somewhere else than fs's output (a program that
+// prints -h on stdout, say).
 func Parse(fs *flag.FlagSet, args []string) error {
-	out := fs.Output()
+	out, usage := fs.Output(), fs.Usage
 	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	err := fs.Parse(args)
 	fs.SetOutput(out)
+	fs.Usage = usage
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fs.Usage()
@@ -66,7 +70,8 @@ const (
 )
 
 // Check checks the values of the connection flags against the service's
-// rules before any I/O. Unlike the SDK's validation (which never repeats
+// rules before any I/O (the region's too, which the SDK checks in the same
+// way). Unlike the SDK's validation (which never repeats
 // a value: a query string may carry a token), its messages are for the
 // person who typed the flags: they name the offending character, its
 // offset and the allowed pattern, and recognize an endpoint ARN or URL
@@ -74,6 +79,11 @@ const (
 func (f *Flags) Check() error {
 	if err := checkEndpoint(f.Endpoint); err != nil {
 		return err
+	}
+	if f.Region != "" {
+		if err := checkRegion(f.Region); err != nil {
+			return err
+		}
 	}
 	if f.TargetVariant != "" {
 		if err := checkName("target-variant", "a production variant name", f.TargetVariant, 63); err != nil {
@@ -126,6 +136,22 @@ func checkName(flagName, what, v string, maxLen int) error {
 			continue
 		}
 		return &FlagError{flagName, fmt.Sprintf("%q: %s at offset %d is not allowed there: %s", v, describeChar(r), i, rule)}
+	}
+	return nil
+}
+
+// checkRegion checks -region the way the SDK checks every region, with
+// a custom endpoint or not: a lower-case DNS label.
+func checkRegion(v string) error {
+	const rule = "a region has lower-case letters, digits and hyphens, starts and ends with a letter or digit, e.g. -region us-west-2"
+	if len(v) > 63 {
+		return &FlagError{"region", fmt.Sprintf("%q is %d bytes long: %s", v, len(v), rule)}
+	}
+	for i, r := range v {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || (r == '-' && i > 0 && i < len(v)-1) {
+			continue
+		}
+		return &FlagError{"region", fmt.Sprintf("%q: %s at offset %d is not allowed there: %s", v, describeChar(r), i, rule)}
 	}
 	return nil
 }

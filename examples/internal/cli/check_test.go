@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,7 +36,8 @@ func TestParse(t *testing.T) {
 
 // TestCheck checks the messages of rejected connection flags, and that
 // every value the check accepts the SDK accepts too (it opens a session
-// with it), and the other way round for the values it rejects.
+// with it, its region included), and the other way round for the values
+// it rejects.
 func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		f    Flags
@@ -59,6 +61,12 @@ func TestCheck(t *testing.T) {
 		{Flags{Endpoint: "e", Query: "a=%zz"}, "a '%' not followed by two hex digits at offset 2"},
 		{Flags{Endpoint: "e", Query: "t=abc def"}, "a space in a value"},
 		{Flags{Endpoint: "e", EndpointURL: "localhost:8443"}, "want a URL such as https://localhost:8443"},
+		{Flags{Endpoint: "e", Region: "eu-west-1"}, ""},
+		{Flags{Endpoint: "e", Region: "us west"}, `-region "us west": a space at offset 2 is not allowed there: a region has lower-case letters, digits and hyphens, starts and ends with a letter or digit, e.g. -region us-west-2`},
+		{Flags{Endpoint: "e", Region: "US-WEST-2"}, "the character 'U' at offset 0"},
+		{Flags{Endpoint: "e", Region: "us-west-2-"}, "the character '-' at offset 9"},
+		{Flags{Endpoint: "e", Region: strings.Repeat("a", 64)}, "is 64 bytes long"},
+		{Flags{Endpoint: "e", Region: "us west", EndpointURL: "https://localhost:8443"}, `-region "us west": a space at offset 2`},
 	} {
 		err := tc.f.Check()
 		switch {
@@ -75,7 +83,8 @@ func TestCheck(t *testing.T) {
 		// The SDK agrees: it rejects the same values before any I/O.
 		sdkErr := openWith(t, tc.f)
 		var ive *bidi.InputValidationError
-		if rejected := errors.As(sdkErr, &ive) && ive.Field != ""; rejected != (tc.want != "") && !strings.Contains(tc.want, "ARN") && !strings.Contains(tc.want, "URL") {
+		var ee *bidi.EndpointError
+		if rejected := errors.As(sdkErr, &ive) && ive.Field != "" || errors.As(sdkErr, &ee); rejected != (tc.want != "") && !strings.Contains(tc.want, "ARN") && !strings.Contains(tc.want, "URL") {
 			t.Errorf("%+v: the SDK says %v, the check says %v", tc.f, sdkErr, err)
 		}
 	}
@@ -89,7 +98,11 @@ func openWith(t *testing.T, f Flags) error {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	sess, err := srv.Client().Open(ctx, f.OpenInput(""))
+	sess, err := srv.Client(func(o *bidi.Options) {
+		if f.Region != "" {
+			o.Region = f.Region
+		}
+	}).Open(ctx, f.OpenInput(""))
 	if err == nil {
 		sess.Close()
 	}
@@ -115,5 +128,23 @@ func TestHintNotHTTP2(t *testing.T) {
 	}
 	if h := f.Hint(bidi.ErrNoRegion); h != "set -region or AWS_REGION" {
 		t.Errorf("hint %q for ErrNoRegion", h)
+	}
+}
+
+// TestHintTLSToH2C checks the hint of an https:// -endpoint-url whose
+// server does not speak TLS (the gateway with -h2c), found by type and,
+// for a wrapper that flattened the error, by its text.
+func TestHintTLSToH2C(t *testing.T) {
+	f := &Flags{EndpointURL: "https://localhost:8443"}
+	for _, err := range []error{
+		fmt.Errorf("connection failed: %w", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}),
+		errors.New("connection failed: tls: first record does not look like a TLS handshake"),
+	} {
+		if h := f.Hint(err); !strings.Contains(h, "use http://") || !strings.Contains(h, "-h2c") {
+			t.Errorf("%v: hint %q", err, h)
+		}
+	}
+	if h := (&Flags{EndpointURL: "http://localhost:8443"}).Hint(tls.RecordHeaderError{Msg: "x"}); h != "" {
+		t.Errorf("hint %q for http://", h)
 	}
 }

@@ -9,6 +9,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"flag"
@@ -174,11 +175,15 @@ func (f *Flags) Describe(err error) string {
 //   - an http:// -endpoint-url whose server did not speak HTTP/2 in the
 //     clear: it most likely expects TLS (the gateway's default), so use
 //     https:// (unless the error already says so);
+//   - an https:// -endpoint-url whose server answered the TLS handshake
+//     with something else than TLS: it most likely speaks HTTP/2 in the
+//     clear (the gateway started with -h2c), so use http://;
 //   - an -endpoint-url where nothing listens: start the gateway, or
 //     check the URL.
 func (f *Flags) Hint(err error) string {
 	msg := err.Error()
 	var unknownCA x509.UnknownAuthorityError
+	var record tls.RecordHeaderError
 	switch {
 	case errors.Is(err, bidi.ErrNoRegion) || strings.Contains(msg, "Missing Region"):
 		return "set -region or AWS_REGION"
@@ -187,6 +192,8 @@ func (f *Flags) Hint(err error) string {
 			"(AWS_CA_BUNDLE=FILE, or bidicat -ca-cert FILE)"
 	case errors.Is(err, bidi.ErrNotHTTP2) && strings.HasPrefix(strings.ToLower(f.EndpointURL), "http://") && !strings.Contains(msg, "https://"):
 		return "the server at -endpoint-url does not speak HTTP/2 without TLS: use https:// (the gateway serves TLS unless started with -h2c)"
+	case strings.HasPrefix(strings.ToLower(f.EndpointURL), "https://") && (errors.As(err, &record) || strings.Contains(msg, "does not look like a TLS handshake")):
+		return "the server at -endpoint-url does not speak TLS: use http:// (a gateway started with -h2c serves HTTP/2 without TLS)"
 	case f.EndpointURL != "" && errors.Is(err, syscall.ECONNREFUSED):
 		return "nothing listens at -endpoint-url " + f.EndpointURL + ": is the gateway running (go run ./examples/gateway)?"
 	}
