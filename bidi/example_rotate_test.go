@@ -15,8 +15,9 @@ import (
 // server stands in for the service with a cap of 500 ms, and the session
 // rotates after 200 ms instead of 29 minutes. Each stream begins with a
 // configuration message and ends with a "Finalize" message, which the
-// echo model sends back, so the replies show where each stream begins and
-// ends.
+// echo model sends back. RecvGeneration tells which stream each reply
+// came from: the old stream's last replies (here its "Finalize") may come
+// after the successor's first ones, hence the unordered output.
 func ExampleClient_OpenRotating() {
 	srv := biditest.NewUnstartedServer(biditest.Echo())
 	srv.MaxStreamAge = 500 * time.Millisecond // SageMaker's 30 minutes
@@ -25,7 +26,6 @@ func ExampleClient_OpenRotating() {
 	client := srv.Client()
 
 	ctx := context.Background()
-	gen := 1 // the stream Recv reads; OnRotate runs on the receiving goroutine
 	rotated := make(chan struct{}, 1)
 	rs, err := client.OpenRotating(ctx, &bidi.OpenInput{EndpointName: "transcriber"}, &bidi.Rotation{
 		After:       200 * time.Millisecond,
@@ -38,7 +38,6 @@ func ExampleClient_OpenRotating() {
 		},
 		OnRotate: func(ev bidi.RotationEvent) {
 			fmt.Printf("stream %d -> %d (%v)\n", ev.From, ev.To, ev.Reason)
-			gen = ev.To
 			rotated <- struct{}{}
 		},
 	})
@@ -54,20 +53,23 @@ func ExampleClient_OpenRotating() {
 			if err != nil {
 				log.Fatal(err)
 			}
-			fmt.Printf("stream %d: %s\n", gen, msg.Data)
+			fmt.Printf("stream %d: %s\n", rs.RecvGeneration(), msg.Data)
 		}
 	}()
 
 	if err := rs.Send(ctx, bidi.Text("hello")); err != nil {
 		log.Fatal(err)
 	}
-	<-rotated // the first stream has been replaced and drained
+	<-rotated // the receiver has seen the successor
 	if err := rs.Send(ctx, bidi.Text("world")); err != nil {
 		log.Fatal(err)
 	}
-	rs.CloseSend()
+	// The graceful end: every reply of every stream comes back.
+	if err := rs.Finish(ctx, 50*time.Millisecond); err != nil {
+		log.Fatal(err)
+	}
 	<-done
-	// Output:
+	// Unordered output:
 	// stream 1: {"config":{"language":"en-US"}}
 	// stream 1: hello
 	// stream 1: {"type":"Finalize"}
