@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"math/rand/v2"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
@@ -311,4 +315,205 @@ func TestRotationFinishAfterRotate(t *testing.T) {
 	if ev == nil || ev.Reason != bidi.RotationRequested || ev.Start.Messages != 20 || ev.Start.Bytes != 20*frameLen {
 		t.Errorf("event %+v, want a requested rotation starting at message 20", ev)
 	}
+}
+
+// faultPlan fires each fault once, at its frame or, if the current
+// stream is younger than 300 ms then, at the first frame after: a fault
+// right after a planned rotation could also cut the replies of the old
+// stream's last frames, which the replay window (emptied at a planned
+// rotation) does not cover.
+type faultPlan struct {
+	rs      *bidi.RotatingSession
+	gen     int
+	since   time.Time
+	pending []fault
+}
+
+type fault struct {
+	frame int
+	fire  func()
+}
+
+// before is pacedCall's hook.
+func (p *faultPlan) before(i int) {
+	if g := p.rs.Generation(); g != p.gen {
+		p.gen, p.since = g, time.Now()
+	}
+	if len(p.pending) == 0 || i < p.pending[0].frame || time.Since(p.since) < 300*time.Millisecond {
+		return
+	}
+	p.pending[0].fire()
+	p.pending = p.pending[1:]
+}
+
+// The acceptance test of replay: the paced call of TestRotationSeamlessPacedCall
+// with a stream reset by the model, the TCP connection dropped and a
+// GOAWAY, at random frames, and a replay window of 2 s. Every frame
+// reaches the model at least once; every frame is answered, and Recv
+// returns each answer once, except the answers to replayed frames, which
+// the rotation event marks (the application drops those it saw); the
+// audio positions rebased with the events are exact.
+func TestRotationReplayAfterFaults(t *testing.T) {
+	const frames = 300
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 19))
+	resetFrame, dropFrame, goAwayFrame := 40+rng.IntN(40), 120+rng.IntN(40), 200+rng.IntN(40)
+	t.Logf("reset at frame %d, dropped connection at %d, GOAWAY at %d", resetFrame, dropFrame, goAwayFrame)
+	var resetNow atomic.Bool
+	srv := newServer(t, biditest.StampedEcho(acceptDelay, func(st *biditest.Stream, seq int) bool {
+		return resetNow.CompareAndSwap(true, false)
+	}), func(s *biditest.Server) {
+		s.MaxStreamAge = acceptCap
+		s.MaxRecorded = 4096
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var preambles atomic.Int32
+	r := &bidi.Rotation{
+		After:        acceptAfter,
+		Preamble:     textPreamble("config", &preambles),
+		ReplayWindow: 2 * time.Second,
+		Backoff:      func(int) time.Duration { return 0 },
+	}
+	start, items := receiveAll(r, 1<<14)
+	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "audio"}, r)
+	if err != nil {
+		t.Fatalf("OpenRotating: %v", err)
+	}
+	defer rs.Close()
+	start(ctx, rs)
+	goAways := make(chan struct{})
+	plan := &faultPlan{rs: rs, pending: []fault{
+		{resetFrame, func() { resetNow.Store(true) }},
+		{dropFrame, srv.CloseClientConnections},
+		{goAwayFrame, func() { go func() { srv.GoAway(); close(goAways) }() }},
+	}}
+	log := pacedCall(t, ctx, rs, items, frames, plan.before)
+	if len(plan.pending) > 0 {
+		t.Fatalf("%d faults not fired", len(plan.pending))
+	}
+	<-goAways
+
+	if log.final != io.EOF || log.finish != nil {
+		t.Errorf("Recv ended with %v, Finish returned %v; want io.EOF and nil", log.final, log.finish)
+	}
+	// Every frame reached the model.
+	reached := make([]bool, frames)
+	for _, st := range srv.Streams() {
+		for _, p := range st.Received() {
+			if p.Type == bidi.DataTypeBinary && len(p.Data) == frameLen {
+				reached[binary.BigEndian.Uint32(p.Data)] = true
+			}
+		}
+	}
+	for f, ok := range reached {
+		if !ok {
+			t.Errorf("frame %d never reached the model", f)
+		}
+	}
+	// The early ends are reported with their replays.
+	replayed := map[int][2]int64{} // generation -> replayed frames [from, to)
+	early := 0
+	for _, ev := range log.events {
+		if ev.Reason != bidi.RotationEarlyEnd {
+			if ev.Err != nil || ev.Replayed != 0 {
+				t.Errorf("planned rotation %+v with an error or a replay", ev)
+			}
+			continue
+		}
+		early++
+		if ev.Err == nil || ev.Replayed == 0 || ev.Start.Messages != ev.ReplayFrom || ev.Start.Bytes != ev.ReplayFrom*frameLen {
+			t.Errorf("early end %+v: want its error, a replay, and the stream starting at the first replayed message", ev)
+		}
+		replayed[ev.To] = [2]int64{ev.ReplayFrom, ev.ReplayFrom + int64(ev.Replayed)}
+	}
+	if early < 2 {
+		t.Errorf("%d early ends, want at least 2 (the reset and the dropped connection): %+v", early, log.events)
+	}
+	// Each answer once, unless marked as replayed.
+	seen := make([]int, frames)
+	marked := 0
+	for _, r := range log.replies {
+		if seen[r.frame] > 0 {
+			span, ok := replayed[r.gen]
+			if !ok || int64(r.frame) < span[0] || int64(r.frame) >= span[1] {
+				t.Errorf("frame %d answered again by stream %d, not marked as replayed", r.frame, r.gen)
+			}
+			marked++
+		}
+		seen[r.frame]++
+	}
+	for f, n := range seen {
+		if n == 0 {
+			t.Errorf("frame %d never answered", f)
+		}
+	}
+	log.checkTimeline(t, time.Hour) // the audio positions; the wall clock is checked without faults
+	t.Logf("%d rotations (%d early ends), %d streams, %d answers returned twice and marked as replayed; events: %+v",
+		len(log.events), early, len(srv.Streams()), marked, log.events)
+}
+
+// expiringCredentials issues credentials that expire life after they are
+// retrieved, and records when each expires.
+type expiringCredentials struct {
+	life time.Duration
+
+	mu     sync.Mutex
+	issued []time.Time // expiries, in order
+}
+
+func (p *expiringCredentials) Retrieve(context.Context) (aws.Credentials, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	exp := time.Now().Add(p.life)
+	p.issued = append(p.issued, exp)
+	return aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey, CanExpire: true, Expires: exp}, nil
+}
+
+// The acceptance test of rotation ahead of expiring credentials: with
+// credentials that expire 1.5 s after they are issued (before the cap,
+// rotation by age off) and a margin of 500 ms, every stream is replaced
+// by a successor signed with new credentials before its own expire, and
+// the application sees no error and loses nothing.
+func TestRotationBeforeCredentialsExpire(t *testing.T) {
+	const frames = 150
+	srv := newServer(t, biditest.StampedEcho(acceptDelay, nil), func(s *biditest.Server) { s.MaxStreamAge = acceptCap })
+	creds := &expiringCredentials{life: 1500 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := &bidi.Rotation{After: -1, ExpiryMargin: 500 * time.Millisecond}
+	start, items := receiveAll(r, 1<<12)
+	client := srv.Client(func(o *bidi.Options) { o.Credentials = creds })
+	rs, err := client.OpenRotating(ctx, &bidi.OpenInput{EndpointName: "audio"}, r)
+	if err != nil {
+		t.Fatalf("OpenRotating: %v", err)
+	}
+	defer rs.Close()
+	start(ctx, rs)
+	log := pacedCall(t, ctx, rs, items, frames, nil)
+
+	log.checkClean(t)
+	count := make([]int, frames)
+	for _, r := range log.replies {
+		count[r.frame]++
+	}
+	for f, n := range count {
+		if n != 1 {
+			t.Errorf("frame %d answered %d times, want once", f, n)
+		}
+	}
+	if len(log.events) < 2 {
+		t.Errorf("%d rotations in %v, want at least 2", len(log.events), log.elapsed)
+	}
+	// Each stream was signed with credentials of its own: stream n with
+	// the n-th issued.
+	if len(creds.issued) != len(log.events)+1 {
+		t.Fatalf("%d credentials issued for %d streams", len(creds.issued), len(log.events)+1)
+	}
+	for _, ev := range log.events {
+		exp := creds.issued[ev.From-1]
+		if ev.Reason != bidi.RotationExpiry || ev.Err != nil || !ev.Start.Time.Before(exp) {
+			t.Errorf("rotation %+v: want by expiry, clean, before the old stream's credentials expire at %v", ev, exp)
+		}
+	}
+	t.Logf("%d rotations by expiry in %v, %d credentials issued", len(log.events), log.elapsed.Round(time.Millisecond), len(creds.issued))
 }
