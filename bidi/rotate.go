@@ -97,8 +97,11 @@ type Rotation struct {
 	// after its Preamble and before any new message. The
 	// [RotationEvent] reports which ones (ReplayFrom, Replayed), so that
 	// the application can drop the replies it has already seen. A planned
-	// rotation replays nothing (the old stream finishes its messages) and
-	// empties the window. Messages sent with SendPart are not kept. 0
+	// rotation replays nothing: the old stream finishes its messages, and
+	// the window forgets them once it ended cleanly; if it fails while it
+	// finishes, the current stream is replaced too, and the successor is
+	// sent the window from the failed stream's messages on
+	// (RotationOverlapFault). Messages sent with SendPart are not kept. 0
 	// with ReplayBytes 0 means no replay.
 	ReplayWindow time.Duration
 
@@ -153,6 +156,14 @@ const (
 	// RotationExpiry is a planned rotation ahead of the expiry of the
 	// credentials the old stream was signed with (Rotation.ExpiryMargin).
 	RotationExpiry
+	// RotationOverlapFault replaces a stream that is still working
+	// because an older one, still finishing after a planned rotation,
+	// ended early (a TCP connection dropped under both, say) with replay
+	// on: the successor is sent the messages of the replay window again
+	// from the failed stream's last ones on, in order, so that what the
+	// failed stream had not answered is answered. From finishes as after a
+	// planned rotation; Err is the older stream's failure.
+	RotationOverlapFault
 )
 
 // String returns "age", "early end", "requested" or "expiry".
@@ -166,12 +177,14 @@ func (r RotationReason) String() string {
 		return "requested"
 	case RotationExpiry:
 		return "expiry"
+	case RotationOverlapFault:
+		return "overlap fault"
 	}
 	return fmt.Sprintf("RotationReason(%d)", int(r))
 }
 
-// Planned reports whether the rotation was make-before-break (every
-// reason but RotationEarlyEnd).
+// Planned reports whether the rotation was make-before-break, the old
+// stream finishing its replies (every reason but RotationEarlyEnd).
 func (r RotationReason) Planned() bool { return r != RotationEarlyEnd }
 
 // RotationEvent describes one rotation of a [RotatingSession], as
@@ -183,7 +196,8 @@ type RotationEvent struct {
 	From, To int
 	// Reason says why From was replaced.
 	Reason RotationReason
-	// Err is, for a stream that ended early, why: the typed error
+	// Err is, for a stream that ended early (From, or with
+	// RotationOverlapFault an older one), why: the typed error
 	// ([*InternalStreamFailure], [*ModelStreamError], an error matching
 	// [ErrDeadPeer], ...), or [ErrStreamEnded] for a stream the service
 	// ended cleanly before it was due. It is nil for a planned rotation.
@@ -335,6 +349,10 @@ type RotatingSession struct {
 	// rotateReq carries Rotate's requests to the rotator.
 	rotateReq chan rotateRequest
 
+	// oldFailed carries to the rotator the streams that failed while
+	// they finished after a planned rotation (with replay on).
+	oldFailed chan *generation
+
 	// sendLock is held by the send methods while they use cur, and by the
 	// rotator while it replaces cur, so that sends switch streams at a
 	// message boundary. It guards the fields below it.
@@ -470,6 +488,7 @@ func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (
 		onStreamEnd:   r.OnStreamEnd,
 		inputDone:     make(chan struct{}),
 		rotateReq:     make(chan rotateRequest),
+		oldFailed:     make(chan *generation),
 		stopped:       make(chan struct{}),
 		items:         make(chan rotItem),
 		replay:        newReplayWindow(r.ReplayWindow, r.ReplayBytes),

@@ -36,6 +36,7 @@ func (rs *RotatingSession) rotate() {
 			due = timer.C
 		}
 		var reason RotationReason // of a planned rotation
+		var failed *generation    // an older stream that failed while finishing
 		select {
 		case <-rs.ctx.Done():
 		case <-rs.inputDone:
@@ -44,16 +45,20 @@ func (rs *RotatingSession) rotate() {
 		case req := <-rs.rotateReq:
 			if req.gen < g.n { // rotated since Rotate was called
 				req.done <- nil
-				timer.Stop()
+				stopTimer(timer)
 				continue
 			}
 			pending, reason = &req, RotationRequested
+		case failed = <-rs.oldFailed:
+			if !rs.uncovered(failed) {
+				stopTimer(timer)
+				continue
+			}
+			reason = RotationOverlapFault
 		case <-g.sess.Context().Done():
 		case <-g.kicked:
 		}
-		if timer != nil {
-			timer.Stop()
-		}
+		stopTimer(timer)
 		if rs.ctx.Err() != nil || rs.inputEnded() {
 			return
 		}
@@ -64,17 +69,24 @@ func (rs *RotatingSession) rotate() {
 		if !planned {
 			reason = RotationEarlyEnd
 		}
-		if !rs.install(g, next, reason) {
+		reason, ok = rs.install(g, next, reason, failed)
+		if !ok {
 			next.sess.Close()
 			return
 		}
 		answer(nil)
-		if !planned {
+		if reason == RotationEarlyEnd {
 			g.sess.CloseSend() // after a failed Send, the stream may still be open
 			continue
 		}
 		failures = 0
 		rs.retire(g)
+	}
+}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
 	}
 }
 
@@ -106,14 +118,59 @@ func (rs *RotatingSession) retire(g *generation) {
 	if rs.finish != nil {
 		rs.finish(g.sess.Context(), sendOn(g.sess)) // its error changes nothing
 	}
+	// Keep the old input open while its model answers (unless
+	// FinishQuiet < 0); its pump hands the replies to Recv meanwhile.
+	// Finish ends when the old stream does, or with the session.
+	go rs.finishOld(g)
+}
+
+// finishOld ends a stream rotated away from, once its model is quiet,
+// and tells the replay window how it ended: the messages it received
+// last are forgotten after a clean end, and replayed after a failure.
+func (rs *RotatingSession) finishOld(g *generation) {
 	if rs.finishQuiet > 0 {
-		// Keep the old input open while its model answers; its pump
-		// hands the replies to Recv meanwhile. Finish ends when the
-		// old stream does, or with the session.
-		go g.sess.Finish(rs.ctx, rs.finishQuiet)
+		g.sess.Finish(rs.ctx, rs.finishQuiet)
+	} else {
+		g.sess.CloseSend()
+	}
+	if rs.replay == nil {
 		return
 	}
-	g.sess.CloseSend()
+	// The verdict is the end its pump saw, which Finish may not know yet.
+	select {
+	case <-g.kicked:
+	case <-rs.ctx.Done():
+		return
+	}
+	err := finishError(g.kickErr)
+	if err == nil {
+		if rs.sendLock.Lock(rs.ctx, nil, nil) == nil {
+			rs.replay.answered(g.n)
+			rs.sendLock.Unlock()
+		}
+		return
+	}
+	g.endAt = time.Now()
+	select {
+	case rs.oldFailed <- g:
+	case <-rs.stopped:
+	case <-rs.ctx.Done():
+	}
+}
+
+// uncovered reports whether the window holds messages that old, which
+// failed while finishing, received last: they are to be replayed.
+func (rs *RotatingSession) uncovered(old *generation) bool {
+	if rs.sendLock.Lock(rs.ctx, nil, nil) != nil {
+		return false
+	}
+	defer rs.sendLock.Unlock()
+	for _, k := range rs.replay.since(old.endAt) {
+		if k.gen <= old.n {
+			return true
+		}
+	}
+	return false
 }
 
 // finishing returns the streams rotated away from before cur that have
@@ -211,14 +268,20 @@ func (rs *RotatingSession) sleep(d time.Duration, g *generation) bool {
 // first sends next the replay window. It records the rotation's event
 // and starts next's pump: right away after a planned rotation, after the
 // old stream's pump otherwise, so that nothing interleaves with a stream
-// that ended early.
-func (rs *RotatingSession) install(g, next *generation, reason RotationReason) bool {
+// that ended early. A planned rotation whose old stream turns out to
+// have ended meanwhile becomes an early end: the replay then covers what
+// was sent to it. It returns the rotation's reason, and false if the
+// successor was not installed.
+func (rs *RotatingSession) install(g, next *generation, reason RotationReason, failed *generation) (RotationReason, bool) {
 	if !rs.lockBoundary(g) {
-		return false
+		return 0, false
 	}
 	defer rs.sendLock.Unlock()
 	if rs.sendClosed {
-		return false
+		return 0, false
+	}
+	if reason != RotationEarlyEnd && g.over() {
+		reason, g.endAt = RotationEarlyEnd, time.Now()
 	}
 	ev := RotationEvent{
 		From: g.n, To: next.n, Reason: reason,
@@ -230,22 +293,24 @@ func (rs *RotatingSession) install(g, next *generation, reason RotationReason) b
 		},
 	}
 	var after <-chan struct{}
-	if reason == RotationEarlyEnd {
+	switch reason {
+	case RotationEarlyEnd:
 		after = g.drained
 		ev.Err = g.endErr()
 		if ev.Err == nil {
 			ev.Err = ErrStreamEnded
 		}
 		rs.replayTo(next, g.endAt, &ev)
-	} else if rs.replay != nil {
-		rs.replay.clear() // the old stream answers what it was sent
+	case RotationOverlapFault:
+		ev.Err = failed.endErr()
+		rs.replayTo(next, failed.endAt, &ev)
 	}
 	next.event = ev
 	rs.cur = next
 	rs.gen.Store(int64(next.n))
 	rs.settle(g, next)
 	rs.startPump(next, after)
-	return true
+	return reason, true
 }
 
 // lockBoundary takes the send lock outside a message begun with
@@ -288,11 +353,13 @@ func (rs *RotatingSession) replayTo(next *generation, end time.Time, ev *Rotatio
 	}
 	ev.ReplayFrom = kept[0].seq
 	ev.Start.Messages, ev.Start.Bytes = kept[0].seq, kept[0].off
-	for _, k := range kept {
+	for i := range kept {
+		k := &kept[i]
 		if err := next.sess.Send(rs.ctx, k.m); err != nil {
 			next.kick(err)
 			return
 		}
+		k.gen = next.n
 		ev.Replayed++
 	}
 }

@@ -43,6 +43,14 @@ func (rs *RotatingSession) pump(g *generation, after <-chan struct{}) {
 		it := rotItem{g: g, m: m, err: err}
 		var tooLarge *MessageTooLargeError
 		it.end = err != nil && !errors.As(err, &tooLarge)
+		if it.end && rs.ctx.Err() == nil {
+			// Tell the rotator now: the session's context may end
+			// later than its Recv reports the end.
+			if err == io.EOF {
+				err = ErrStreamEnded
+			}
+			g.kick(err)
+		}
 		select {
 		case rs.items <- it:
 		case <-rs.ctx.Done():

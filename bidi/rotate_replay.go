@@ -15,12 +15,13 @@ type replayWindow struct {
 }
 
 // A retained message: its copy, its sequence number, the bytes sent
-// before it and when it was sent.
+// before it, when it was sent and the generation that received it last.
 type retained struct {
 	m   Message
 	seq int64
 	off int64
 	at  time.Time
+	gen int
 }
 
 // newReplayWindow returns the window Rotation's fields ask for, or nil
@@ -37,12 +38,12 @@ func newReplayWindow(maxAge time.Duration, maxBytes int) *replayWindow {
 
 // add keeps a copy of data sent at at, and drops what falls out of the
 // window.
-func (w *replayWindow) add(seq, off int64, at time.Time, m Message) {
+func (w *replayWindow) add(seq, off int64, at time.Time, gen int, m Message) {
 	if len(m.Data) > w.maxBytes {
 		w.clear()
 		return
 	}
-	w.kept = append(w.kept, retained{m: Message{Type: m.Type, Data: append([]byte(nil), m.Data...)}, seq: seq, off: off, at: at})
+	w.kept = append(w.kept, retained{m: Message{Type: m.Type, Data: append([]byte(nil), m.Data...)}, seq: seq, off: off, at: at, gen: gen})
 	w.bytes += len(m.Data)
 	for w.bytes > w.maxBytes || w.maxAge > 0 && at.Sub(w.kept[w.head].at) > w.maxAge {
 		w.drop()
@@ -72,6 +73,14 @@ func (w *replayWindow) since(end time.Time) []retained {
 		k = k[1:]
 	}
 	return k
+}
+
+// answered forgets the messages that generation gen (or an older one)
+// received last: it ended cleanly, so its model answered them.
+func (w *replayWindow) answered(gen int) {
+	for w.head < len(w.kept) && w.kept[w.head].gen <= gen {
+		w.drop()
+	}
 }
 
 // clear forgets every message.

@@ -116,7 +116,7 @@ func (rs *RotatingSession) send(ctx context.Context, do func(*Session) error, do
 func (rs *RotatingSession) record(m Message) {
 	seq := rs.sent.Load()
 	if rs.replay != nil {
-		rs.replay.add(seq, rs.sentBytes, time.Now(), m)
+		rs.replay.add(seq, rs.sentBytes, time.Now(), rs.cur.n, m)
 	}
 	rs.sentBytes += int64(len(m.Data))
 	rs.sent.Store(seq + 1)
