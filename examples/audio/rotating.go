@@ -37,7 +37,6 @@ type transcript struct {
 	lastMS   int64         // the latest position printed
 	partials int
 	dropped  int // answers to replayed audio, already printed
-	backward int // positions printed out of order (none expected)
 	rotation []string
 }
 
