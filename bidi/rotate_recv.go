@@ -41,8 +41,7 @@ func (rs *RotatingSession) pump(g *generation, after <-chan struct{}) {
 	for {
 		m, err := g.sess.Recv(rs.ctx)
 		it := rotItem{g: g, m: m, err: err}
-		var tooLarge *MessageTooLargeError
-		it.end = err != nil && !errors.As(err, &tooLarge)
+		it.end = err != nil && !isTooLarge(err)
 		if it.end && rs.ctx.Err() == nil {
 			// Tell the rotator now: the session's context may end
 			// later than its Recv reports the end.
@@ -60,6 +59,12 @@ func (rs *RotatingSession) pump(g *generation, after <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// isTooLarge reports whether err is Recv's non-terminal error.
+func isTooLarge(err error) bool {
+	var tooLarge *MessageTooLargeError
+	return errors.As(err, &tooLarge)
 }
 
 // Recv returns the next message from the model, as [Session.Recv] does,

@@ -17,9 +17,7 @@ import (
 // [ErrSendClosed], after Close [ErrSessionClosed], while a message begun
 // with SendPart is incomplete [ErrMessageInProgress].
 func (rs *RotatingSession) Send(ctx context.Context, m Message) error {
-	return rs.send(ctx, func(s *Session) error { return s.Send(ctx, m) }, func() {
-		rs.record(m)
-	}, false)
+	return rs.send(ctx, sendOp{m: m})
 }
 
 // SendPart sends one raw part of a message on the current stream, as
@@ -31,26 +29,49 @@ func (rs *RotatingSession) Send(ctx context.Context, m Message) error {
 // without Complete, starts a new message on the successor). Messages sent
 // with SendPart are numbered when complete but not kept for replay.
 func (rs *RotatingSession) SendPart(ctx context.Context, p Part) error {
-	return rs.send(ctx, func(s *Session) error { return s.SendPart(ctx, p) }, func() {
-		rs.sentBytes += int64(len(p.Data))
-		switch {
-		case p.Complete && rs.partOpen != nil:
-			close(rs.partOpen)
-			rs.partOpen = nil
-			rs.sent.Add(1)
-		case p.Complete:
-			rs.sent.Add(1)
-		case rs.partOpen == nil:
-			rs.partOpen = make(chan struct{})
-		}
-	}, true)
+	return rs.send(ctx, sendOp{p: p, isPart: true})
 }
 
-// send runs do on the current stream under the send lock and, once it
-// succeeded, done (still under the lock). A failure of the stream makes
-// it wait for the successor and try again, unless part of a message is
-// already on the failed stream.
-func (rs *RotatingSession) send(ctx context.Context, do func(*Session) error, done func(), isPart bool) error {
+// A sendOp is what Send or SendPart sends: a message, or a part.
+type sendOp struct {
+	m      Message
+	p      Part
+	isPart bool
+}
+
+// on sends the operation on s.
+func (op *sendOp) on(ctx context.Context, s *Session) error {
+	if op.isPart {
+		return s.SendPart(ctx, op.p)
+	}
+	return s.Send(ctx, op.m)
+}
+
+// sentOp records a successful operation: it numbers a message (a part
+// message once complete), keeps it for replay, and tracks the message
+// open with SendPart. The send lock is held.
+func (rs *RotatingSession) sentOp(op *sendOp) {
+	if !op.isPart {
+		rs.record(op.m)
+		return
+	}
+	rs.sentBytes += int64(len(op.p.Data))
+	switch {
+	case op.p.Complete && rs.partOpen != nil:
+		close(rs.partOpen)
+		rs.partOpen = nil
+		rs.sent.Add(1)
+	case op.p.Complete:
+		rs.sent.Add(1)
+	case rs.partOpen == nil:
+		rs.partOpen = make(chan struct{})
+	}
+}
+
+// send runs op on the current stream under the send lock and records
+// it. A failure of the stream makes it wait for the successor and try
+// again, unless part of a message is already on the failed stream.
+func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
 	for {
 		if err := rs.sendLock.Lock(ctx, rs.ctx.Done(), nil); err != nil {
 			if err == errLockStopped {
@@ -62,14 +83,14 @@ func (rs *RotatingSession) send(ctx context.Context, do func(*Session) error, do
 			rs.sendLock.Unlock()
 			return ErrSendClosed
 		}
-		if !isPart && rs.partOpen != nil {
+		if !op.isPart && rs.partOpen != nil {
 			rs.sendLock.Unlock()
 			return ErrMessageInProgress
 		}
 		g := rs.cur
-		err := do(g.sess)
+		err := op.on(ctx, g.sess)
 		if err == nil {
-			done()
+			rs.sentOp(&op)
 			rs.sendLock.Unlock()
 			return nil
 		}
