@@ -186,7 +186,8 @@ func (l *callLog) gaps() (atRotation, steady time.Duration) {
 // rotation the successor's replies come before the old stream's end (no
 // wait for its quiet period), and the largest reply gap there is at most
 // 3 times the steady state's; Finish loses nothing; the timeline rebased
-// with the rotation events is continuous.
+// with the rotation events is continuous: exact in audio position, within
+// 20 ms (plus the run's jitter) in stream clock time.
 func TestRotationSeamlessPacedCall(t *testing.T) {
 	const frames = 250
 	srv := newServer(t, biditest.StampedEcho(acceptDelay, nil), func(s *biditest.Server) { s.MaxStreamAge = acceptCap })
@@ -245,7 +246,11 @@ func TestRotationSeamlessPacedCall(t *testing.T) {
 	if atRot > 3*steady {
 		t.Errorf("largest reply gap at a rotation %v, steady state (p90) %v: ratio %.1f, want at most 3", atRot, steady, float64(atRot)/float64(steady))
 	}
-	back := log.checkTimeline(t, 20*time.Millisecond)
+	// The stream clocks rebased with the events: within 20 ms, plus the
+	// jitter the machine adds to replies in the same run (the p90 gap
+	// over the pace: 0 to a few ms when idle, tens under load), which
+	// delays the response head the client anchors a stream's clock to.
+	back := log.checkTimeline(t, 20*time.Millisecond+max(0, steady-acceptPace))
 	if streams := len(srv.Streams()); streams != len(log.events)+1 || int(preambles.Load()) != streams {
 		t.Errorf("%d streams, %d rotations, %d preambles", streams, len(log.events), preambles.Load())
 	}
