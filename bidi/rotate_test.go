@@ -379,3 +379,63 @@ func TestRotationPermanentOpenError(t *testing.T) {
 		t.Fatalf("%d streams opened, want 2", n)
 	}
 }
+
+// A rotation waits for a message begun with SendPart to be complete: its
+// parts all go to the old stream, the next message to the successor; and
+// Rotate after the input ended reports ErrSendClosed.
+func TestRotationSendPartKeepsMessageWhole(t *testing.T) {
+	srv := newServer(t, biditest.Echo())
+	ctx := testCtx(t)
+	r := &bidi.Rotation{FinishQuiet: 50 * time.Millisecond}
+	start, items := receiveAll(r, 64)
+	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
+	if err != nil {
+		t.Fatalf("OpenRotating: %v", err)
+	}
+	defer rs.Close()
+	start(ctx, rs)
+	if err := rs.SendPart(ctx, bidi.Part{Data: []byte("he"), Type: bidi.DataTypeUTF8}); err != nil {
+		t.Fatalf("SendPart: %v", err)
+	}
+	if err := rs.Send(ctx, bidi.Text("x")); !errors.Is(err, bidi.ErrMessageInProgress) {
+		t.Fatalf("Send inside a message: %v, want ErrMessageInProgress", err)
+	}
+	rotated := make(chan error, 1)
+	go func() { rotated <- rs.Rotate(ctx) }()
+	// Rotate cannot finish while the message is open; once its last part
+	// is sent, it does, and the message was carried whole by stream 1.
+	if err := rs.SendPart(ctx, bidi.Part{Data: []byte("llo"), Type: bidi.DataTypeUTF8, Complete: true}); err != nil {
+		t.Fatalf("SendPart: %v", err)
+	}
+	if err := <-rotated; err != nil {
+		t.Fatalf("Rotate: %v", err)
+	}
+	if err := rs.Send(ctx, bidi.Text("world")); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if err := rs.Finish(ctx, 50*time.Millisecond); err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	if err := rs.Rotate(ctx); !errors.Is(err, bidi.ErrSendClosed) {
+		t.Fatalf("Rotate after Finish: %v, want ErrSendClosed", err)
+	}
+	got := map[string]int{}
+	for it := range items {
+		switch {
+		case it.err != nil && it.err != io.EOF:
+			t.Fatalf("Recv: %v", it.err)
+		case it.ev != nil:
+			if it.ev.Reason != bidi.RotationRequested || it.ev.Start.Messages != 1 || it.ev.Start.Bytes != 5 {
+				t.Errorf("event %+v, want a requested rotation after 1 message of 5 bytes", *it.ev)
+			}
+		case it.err == nil && it.end == 0:
+			got[string(it.msg.Data)] = it.gen
+		}
+	}
+	if got["hello"] != 1 || got["world"] != 2 || len(got) != 2 {
+		t.Fatalf("messages by stream: %v, want hello from 1 and world from 2", got)
+	}
+	if rs.Sent() != 2 {
+		t.Fatalf("Sent %d, want 2", rs.Sent())
+	}
+}
