@@ -11,7 +11,8 @@ type replayWindow struct {
 	maxBytes int
 	kept     []retained // oldest first; kept[:head] are dropped
 	head     int
-	bytes    int // Data in kept[head:]
+	bytes    int          // Data in kept[head:]
+	done     map[int]bool // generations that ended cleanly, whose messages may still be kept behind an older one's
 }
 
 // A retained message: its copy, its sequence number, the bytes sent
@@ -75,11 +76,19 @@ func (w *replayWindow) since(end time.Time) []retained {
 	return k
 }
 
-// answered forgets the messages that generation gen (or an older one)
-// received last: it ended cleanly, so its model answered them.
+// answered records that generation gen ended cleanly, so that its model
+// answered the messages it received last, and forgets them once no older
+// generation's still unanswered messages come before them.
 func (w *replayWindow) answered(gen int) {
-	for w.head < len(w.kept) && w.kept[w.head].gen <= gen {
+	if w.done == nil {
+		w.done = make(map[int]bool)
+	}
+	w.done[gen] = true
+	for w.head < len(w.kept) && w.done[w.kept[w.head].gen] {
 		w.drop()
+	}
+	if w.head == len(w.kept) {
+		clear(w.done)
 	}
 }
 
