@@ -89,6 +89,12 @@ func (w *replayWindow) answered(gen int) {
 	}
 	if w.head == len(w.kept) {
 		clear(w.done)
+		return
+	}
+	for g := range w.done {
+		if g < w.kept[w.head].gen {
+			delete(w.done, g) // nothing of it is kept
+		}
 	}
 }
 
