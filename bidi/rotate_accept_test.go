@@ -188,7 +188,7 @@ func (l *callLog) gaps() (atRotation, steady time.Duration) {
 // 3 times the steady state's; Finish loses nothing; the timeline rebased
 // with the rotation events is continuous: exact in audio position, within
 // 20 ms (plus the run's jitter) in stream clock time.
-func TestRotationSeamlessPacedCall(t *testing.T) {
+func TestRotationPacedAudioTwoHours(t *testing.T) {
 	const frames = 250
 	srv := newServer(t, biditest.StampedEcho(acceptDelay, nil), func(s *biditest.Server) { s.MaxStreamAge = acceptCap })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -390,7 +390,7 @@ func (p *faultPlan) before(i int) {
 	p.pending = p.pending[1:]
 }
 
-// The acceptance test of replay: the paced call of TestRotationSeamlessPacedCall
+// The acceptance test of replay: the paced call of TestRotationPacedAudioTwoHours
 // with a stream reset by the model, the TCP connection dropped and a
 // GOAWAY, at random frames, and a replay window of 2 s. Every frame
 // reaches the model at least once; every frame is answered, and Recv
