@@ -1,6 +1,7 @@
 package bidi
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"time"
@@ -129,7 +130,18 @@ func (rs *RotatingSession) retire(g *generation) {
 // last are forgotten after a clean end, and replayed after a failure.
 func (rs *RotatingSession) finishOld(g *generation) {
 	if rs.finishQuiet > 0 {
-		g.sess.Finish(rs.ctx, rs.finishQuiet)
+		// Stop waiting for quiet once the pump saw the stream end: the
+		// session may learn it later.
+		ctx, cancel := context.WithCancel(rs.ctx)
+		go func() {
+			select {
+			case <-g.kicked:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		g.sess.Finish(ctx, rs.finishQuiet)
+		cancel()
 	} else {
 		g.sess.CloseSend()
 	}
