@@ -57,8 +57,9 @@ type Rotation struct {
 
 	// Preamble, if set, sends what a new stream needs before the
 	// application's messages (a configuration message, say). It is called
-	// for every stream, the first one included, before any message of
-	// Send (or of the replay window) reaches it; send sends one message on
+	// for every stream, the first one included, once the service answered
+	// the stream and before any message of Send (or of the replay window)
+	// reaches it; send sends one message on
 	// that stream, bounded by ctx, which ends when the stream or the
 	// RotatingSession ends. An error fails the stream: OpenRotating
 	// returns it for the first stream, and a successor's failure counts as
@@ -459,8 +460,8 @@ func (g *generation) endErr() error {
 // OpenRotating opens a [RotatingSession]: a conversation with the endpoint
 // named by in that is carried by one stream after another, as r says (nil
 // r means the zero Rotation). It opens the first stream as [Client.Open]
-// does, runs r.Preamble on it, and, unlike Open, returns only once the
-// service answered it: an HTTP error (a [*ResponseError]) or the
+// does and, unlike Open, waits until the service answered it, then runs
+// r.Preamble on it: an HTTP error (a [*ResponseError]) or the
 // Preamble's error is OpenRotating's. Every successor is opened the same
 // way, with the same input.
 //
