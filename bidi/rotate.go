@@ -184,10 +184,6 @@ func (r RotationReason) String() string {
 	return fmt.Sprintf("RotationReason(%d)", int(r))
 }
 
-// Planned reports whether the rotation was make-before-break, the old
-// stream finishing its replies (every reason but RotationEarlyEnd).
-func (r RotationReason) Planned() bool { return r != RotationEarlyEnd }
-
 // RotationEvent describes one rotation of a [RotatingSession], as
 // Rotation.OnRotate receives it.
 type RotationEvent struct {
