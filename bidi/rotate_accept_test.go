@@ -53,6 +53,7 @@ type stampReply struct {
 type callLog struct {
 	items   []rotItem
 	replies []stampReply
+	texts   map[int][]string // generation -> its UTF-8 messages, in order
 	events  []bidi.RotationEvent
 	ends    map[int]error // generation -> how it ended
 	endAt   map[int]int   // generation -> index of its end in items
@@ -79,7 +80,7 @@ func pacedCall(t *testing.T, ctx context.Context, rs *bidi.RotatingSession, item
 			break
 		}
 	}
-	log := &callLog{elapsed: time.Since(began), ends: map[int]error{}, endAt: map[int]int{}}
+	log := &callLog{elapsed: time.Since(began), ends: map[int]error{}, endAt: map[int]int{}, texts: map[int][]string{}}
 	finished := make(chan error, 1)
 	go func() { finished <- rs.Finish(ctx, bidi.DefaultFinishQuiet) }()
 	for it := range items {
@@ -93,6 +94,8 @@ func pacedCall(t *testing.T, ctx context.Context, rs *bidi.RotatingSession, item
 			log.endAt[it.end] = idx
 		case it.err != nil:
 			log.final = it.err
+		case it.msg.Type == bidi.DataTypeUTF8:
+			log.texts[it.gen] = append(log.texts[it.gen], string(it.msg.Data))
 		case it.msg.Type == bidi.DataTypeBinary:
 			st, err := biditest.ParseStamp(it.msg.Data)
 			if err != nil || len(st.Data) != frameLen {
@@ -194,8 +197,8 @@ func TestRotationPacedAudioTwoHours(t *testing.T) {
 	srv := newServer(t, biditest.StampedEcho(acceptDelay, nil), func(s *biditest.Server) { s.MaxStreamAge = acceptCap })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var preambles atomic.Int32
-	r := &bidi.Rotation{After: acceptAfter, Preamble: textPreamble("config", &preambles)}
+	var preambles, finishes atomic.Int32
+	r := &bidi.Rotation{After: acceptAfter, Preamble: textPreamble("config", &preambles), Finish: textPreamble("finalize", &finishes)}
 	start, items := receiveAll(r, 1<<14)
 	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "audio"}, r)
 	if err != nil {
@@ -258,8 +261,25 @@ func TestRotationPacedAudioTwoHours(t *testing.T) {
 	// over the pace: 0 to a few ms when idle, tens under load), which
 	// delays the response head the client anchors a stream's clock to.
 	back := log.checkTimeline(t, 20*time.Millisecond+max(0, steady-acceptPace))
-	if streams := len(srv.Streams()); streams != len(log.events)+1 || int(preambles.Load()) != streams {
-		t.Errorf("%d streams, %d rotations, %d preambles", streams, len(log.events), preambles.Load())
+	if streams := len(srv.Streams()); streams != len(log.events)+1 || int(preambles.Load()) != streams || int(finishes.Load()) != len(log.events) {
+		t.Errorf("%d streams, %d rotations, %d preambles, %d finishes", streams, len(log.events), preambles.Load(), finishes.Load())
+	}
+	// Each stream's messages begin with its Preamble's answer, and those
+	// of a stream rotated away from end with its Finish message's.
+	for gen := 1; gen <= len(log.events)+1; gen++ {
+		texts := log.texts[gen]
+		want := []string{"config", "finalize"}
+		if gen == len(log.events)+1 {
+			want = want[:1] // Finish of the call does not call Rotation.Finish
+		}
+		if !slices.Equal(texts, want) {
+			t.Errorf("stream %d: texts %q, want %q", gen, texts, want)
+		}
+		if first := slices.IndexFunc(log.replies, func(r stampReply) bool { return r.gen == gen }); first >= 0 {
+			if cfg := slices.IndexFunc(log.items, func(it rotItem) bool { return it.gen == gen && string(it.msg.Data) == "config" }); cfg > log.replies[first].index {
+				t.Errorf("stream %d: a frame's answer before its Preamble's", gen)
+			}
+		}
 	}
 	t.Logf("%d frames in %v, %d rotations; reply gap at rotations: largest %v, median %v; steady state p90 %v (ratios %.2f, %.2f); timeline steps back at most %v",
 		frames, log.elapsed.Round(time.Millisecond), len(log.events), atRot.Round(time.Microsecond), median.Round(time.Microsecond), steady.Round(time.Microsecond),
