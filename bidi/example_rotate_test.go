@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"sync/atomic"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -76,4 +77,66 @@ func ExampleClient_OpenRotating() {
 	// stream 1 -> 2 (age)
 	// stream 2: {"config":{"language":"en-US"}}
 	// stream 2: world
+}
+
+// After a fault, the replay window sends the input the failed stream may
+// not have answered to its successor, and the rotation event says which
+// messages, so that the application keeps each answer once. The test
+// model stamps its answers (biditest.StampedEcho) and resets its first
+// stream when the third frame arrives, before answering it.
+func ExampleRotation_replayWindow() {
+	var reset atomic.Bool
+	srv := biditest.NewServer(biditest.StampedEcho(0, func(st *biditest.Stream, seq int) bool {
+		return seq == 2 && reset.CompareAndSwap(false, true) // once
+	}))
+	defer srv.Close()
+
+	ctx := context.Background()
+	rotated := make(chan struct{})
+	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "asr"}, &bidi.Rotation{
+		ReplayWindow: 8 * time.Second, // the last 8 s of input
+		OnRotate: func(ev bidi.RotationEvent) {
+			fmt.Printf("stream %d -> %d (%v): messages %d to %d replayed\n",
+				ev.From, ev.To, ev.Reason, ev.ReplayFrom, ev.ReplayFrom+int64(ev.Replayed)-1)
+			close(rotated)
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer rs.Close()
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		answered := map[byte]bool{}
+		for msg, err := range rs.Messages(ctx) {
+			if err != nil {
+				log.Fatal(err)
+			}
+			st, err := biditest.ParseStamp(msg.Data)
+			if err != nil {
+				log.Fatal(err)
+			}
+			if frame := st.Data[0]; !answered[frame] { // a replayed frame may be answered twice
+				answered[frame] = true
+				fmt.Printf("answer to frame %d\n", frame)
+			}
+		}
+	}()
+	for frame := range byte(3) {
+		if err := rs.Send(ctx, bidi.Binary([]byte{frame})); err != nil {
+			log.Fatal(err)
+		}
+	}
+	<-rotated
+	if err := rs.Finish(ctx, 100*time.Millisecond); err != nil {
+		log.Fatal(err)
+	}
+	<-done
+	// Unordered output:
+	// stream 1 -> 2 (early end): messages 0 to 2 replayed
+	// answer to frame 0
+	// answer to frame 1
+	// answer to frame 2
 }
