@@ -23,17 +23,7 @@ import (
 //		handle(msg)
 //	}
 func (s *Session) Messages(ctx context.Context) iter.Seq2[Message, error] {
-	return func(yield func(Message, error) bool) {
-		for {
-			m, err := s.Recv(ctx)
-			if err == io.EOF {
-				return
-			}
-			if !yield(m, err) || err != nil {
-				return
-			}
-		}
-	}
+	return messagesOf(ctx, s.Recv)
 }
 
 // Parts is like Messages for the raw parts of RecvPart. A yielded Part's

@@ -2,14 +2,12 @@ package bidi
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"iter"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // DefaultRotateAfter is the stream age at which a [RotatingSession] opens
@@ -25,30 +23,52 @@ const DefaultMaxReconnects = 3
 // DefaultFinishQuiet is the default Rotation.FinishQuiet.
 const DefaultFinishQuiet = 2 * time.Second
 
-// Rotation configures a [RotatingSession]: when its streams are replaced
-// and what the application sends at each boundary. The zero value rotates
-// every DefaultRotateAfter, sends nothing at the boundaries and reconnects
-// at most DefaultMaxReconnects times in a row.
+// DefaultExpiryMargin is Rotation.ExpiryMargin when it is 0.
+const DefaultExpiryMargin = 5 * time.Minute
+
+// DefaultReplayBytes bounds the replay window when Rotation.ReplayWindow
+// is set and Rotation.ReplayBytes is 0.
+const DefaultReplayBytes = 1 << 20
+
+// Rotation configures a [RotatingSession]: when its streams are replaced,
+// what the application sends at each boundary, and what is sent again
+// after a fault. The zero value rotates every DefaultRotateAfter (and
+// before temporary credentials expire), sends nothing at the boundaries,
+// replays nothing and reconnects at most DefaultMaxReconnects times in a
+// row.
 type Rotation struct {
 	// After is the age at which a stream is replaced, planned and
 	// make-before-break: the successor is opened (with fresh credentials)
 	// and given its Preamble while the old stream still carries the
 	// application's messages. 0 means DefaultRotateAfter; a negative value
 	// disables rotation by age (streams are then replaced only when they
-	// end early). The age is measured from just before the stream's Open.
+	// end early, when their credentials expire, or on Rotate). The age is
+	// measured from just before the stream's Open.
 	After time.Duration
+
+	// ExpiryMargin is how long before its credentials expire a stream is
+	// replaced, planned as by age, when the credentials it was signed with
+	// can expire (aws.Credentials.CanExpire): the successor is signed
+	// with credentials valid past the margin (a cached provider is
+	// refreshed for it). A stream is never replaced by expiry earlier than
+	// halfway between its open and its credentials' expiry. 0 means
+	// DefaultExpiryMargin; a negative value disables it.
+	ExpiryMargin time.Duration
 
 	// Preamble, if set, sends what a new stream needs before the
 	// application's messages (a configuration message, say). It is called
-	// for every stream, the first one included, before any message of
-	// Send reaches it; send sends one message on that stream, bounded by
-	// ctx, which ends when the stream or the RotatingSession ends. An
-	// error fails the stream: OpenRotating returns it for the first
-	// stream, and a successor's failure counts as a failed reconnect
-	// (MaxReconnects) or, in a planned rotation, is retried while the old
-	// stream lasts. It is called from OpenRotating for the first stream and
-	// from the session's own goroutine for the others, concurrently with
-	// Send and Recv on the current stream.
+	// for every stream, the first one included, once the service answered
+	// the stream and before any message of Send (or of the replay window)
+	// reaches it; send sends one message on
+	// that stream, bounded by ctx, which ends when the stream or the
+	// RotatingSession ends. An error fails the stream: OpenRotating
+	// returns it for the first stream, and a successor's failure counts as
+	// a failed reconnect (MaxReconnects) or, in a planned rotation, is
+	// retried while the old stream lasts. It is called from OpenRotating
+	// for the first stream and from the session's own goroutine for the
+	// others, concurrently with Send and Recv on the current stream. It
+	// does not know why its stream was opened: what a successor must
+	// receive again after a fault is the replay window's job.
 	Preamble func(ctx context.Context, send func(Message) error) error
 
 	// Finish, if set, sends what an old stream needs to end well (a
@@ -58,32 +78,59 @@ type Rotation struct {
 	// the session's own goroutine, concurrently with Send on the new
 	// stream; ctx ends when the old stream or the RotatingSession ends.
 	// Its error is not reported: the old stream's input ends either way.
-	// CloseSend does not call it: send the last stream's finishing
-	// messages before CloseSend.
+	// [RotatingSession.Finish] and CloseSend do not call it: send the
+	// last stream's finishing messages before them.
 	Finish func(ctx context.Context, send func(Message) error) error
 
 	// FinishQuiet is how long, after Finish, the old stream's input stays
 	// open while its model is still answering: it ends (see
 	// [Session.Finish]) once the model has been quiet that long, so that
 	// replies still on their way are not lost (SageMaker closes the
-	// container's connection when the input ends). 0 means
-	// DefaultFinishQuiet; a negative value ends the input at once.
+	// container's connection when the input ends). Recv returns the
+	// successor's replies meanwhile. 0 means DefaultFinishQuiet; a
+	// negative value ends the input at once.
 	FinishQuiet time.Duration
 
-	// OnRotate, if set, is called at each boundary seen by the receiver:
-	// when every reply of the old stream has been returned by Recv and
-	// before the first reply of its successor. It runs inside Recv, on the
-	// receiving goroutine, so it needs no locking against it and must not
-	// call Recv.
+	// ReplayWindow turns replay on: the session keeps a copy of the
+	// messages Send sent in the last ReplayWindow (at most ReplayBytes of
+	// Data), and after a stream ends early it sends those of them that
+	// were sent within ReplayWindow before the end to the successor,
+	// after its Preamble and before any new message. The
+	// [RotationEvent] reports which ones (ReplayFrom, Replayed), so that
+	// the application can drop the replies it has already seen. A planned
+	// rotation replays nothing: the old stream finishes its messages, and
+	// the window forgets them once it ended cleanly; if it fails while it
+	// finishes, the current stream is replaced too, and the successor is
+	// sent the window from the failed stream's messages on
+	// (RotationOverlapFault). Messages sent with SendPart are not kept. 0
+	// with ReplayBytes 0 means no replay.
+	ReplayWindow time.Duration
+
+	// ReplayBytes bounds the replay window's Data, oldest messages
+	// dropped first; a message larger than it is not kept. 0 means
+	// DefaultReplayBytes when ReplayWindow is set; with ReplayWindow 0 a
+	// positive ReplayBytes alone turns replay on, bounded by size only.
+	ReplayBytes int
+
+	// OnRotate, if set, is called once per rotation, inside Recv on the
+	// receiving goroutine, before Recv returns the first message of the
+	// successor (see [RotatingSession] for what may follow it). It needs
+	// no locking against the receiver and must not call Recv.
 	OnRotate func(RotationEvent)
+
+	// OnStreamEnd, if set, is called inside Recv once every message of
+	// stream gen has been returned, with nil for a clean end and the
+	// error that ended it otherwise. It runs on the receiving goroutine
+	// and must not call Recv.
+	OnStreamEnd func(gen int, err error)
 
 	// MaxReconnects bounds the reconnects in a row: a failed attempt to
 	// open a successor counts as one, and so does a stream that ends early
 	// within a tenth of After (of DefaultRotateAfter when rotation by age
-	// is disabled); a stream that lasted longer, or was rotated by age,
-	// starts the count again. Once it is exceeded, the session's terminal
-	// error is a [*ReconnectError]. 0 means DefaultMaxReconnects; a
-	// negative value means no reconnect.
+	// is disabled); a stream that lasted longer, or was rotated as
+	// planned, starts the count again. Once it is exceeded, the session's
+	// terminal error is a [*ReconnectError]. 0 means
+	// DefaultMaxReconnects; a negative value means no reconnect.
 	MaxReconnects int
 
 	// Backoff returns how long to wait before reconnect n (1 for the
@@ -101,39 +148,87 @@ const (
 	// a message boundary, and the old stream was finished and drained.
 	RotationAge RotationReason = iota + 1
 	// RotationEarlyEnd is a reconnect: the stream ended before it was due
-	// (an InternalStreamFailure, a ModelStreamError, a dead connection, a
-	// clean end the application did not ask for).
+	// (an InternalStreamFailure, a ModelStreamError, a reset, a dead
+	// connection, a GOAWAY, a clean end the application did not ask for).
 	RotationEarlyEnd
+	// RotationRequested is a planned rotation asked for with
+	// [RotatingSession.Rotate].
+	RotationRequested
+	// RotationExpiry is a planned rotation ahead of the expiry of the
+	// credentials the old stream was signed with (Rotation.ExpiryMargin).
+	RotationExpiry
+	// RotationOverlapFault replaces a stream that is still working
+	// because an older one, still finishing after a planned rotation,
+	// ended early (a TCP connection dropped under both, say) with replay
+	// on: the successor is sent the messages of the replay window again
+	// from the failed stream's last ones on, in order, so that what the
+	// failed stream had not answered is answered. From finishes as after a
+	// planned rotation; Err is the older stream's failure.
+	RotationOverlapFault
 )
 
-// String returns "age" or "early end".
+// String returns "age", "early end", "requested" or "expiry".
 func (r RotationReason) String() string {
 	switch r {
 	case RotationAge:
 		return "age"
 	case RotationEarlyEnd:
 		return "early end"
+	case RotationRequested:
+		return "requested"
+	case RotationExpiry:
+		return "expiry"
+	case RotationOverlapFault:
+		return "overlap fault"
 	}
 	return fmt.Sprintf("RotationReason(%d)", int(r))
 }
 
-// RotationEvent describes one boundary between two streams of a
-// [RotatingSession], as Rotation.OnRotate receives it.
+// RotationEvent describes one rotation of a [RotatingSession], as
+// Rotation.OnRotate receives it.
 type RotationEvent struct {
-	// From is the generation of the stream whose replies were all
-	// returned; To is its successor's, whose replies come next.
-	// Generations count the session's streams from 1.
+	// From is the generation of the stream replaced; To is its
+	// successor's, whose messages come next. Generations count the
+	// session's streams from 1.
 	From, To int
 	// Reason says why From was replaced.
 	Reason RotationReason
-	// Err is why From's replies ended, when that was not its clean end:
-	// the typed error ([*InternalStreamFailure], [*ModelStreamError], an
-	// error matching [ErrDeadPeer], ...), or [ErrStreamEnded] for a
-	// stream the service ended cleanly before it was due. Replies the
-	// model had not sent by then are lost, and so may be the messages
-	// sent to it shortly before: a stream that ends early cannot tell
-	// which of them the model processed.
+	// Err is, for a stream that ended early (From, or with
+	// RotationOverlapFault an older one), why: the typed error
+	// ([*InternalStreamFailure], [*ModelStreamError], an error matching
+	// [ErrDeadPeer], ...), or [ErrStreamEnded] for a stream the service
+	// ended cleanly before it was due. It is nil for a planned rotation.
+	// Replies the model had not sent by then are lost; the messages it
+	// had not answered are lost too unless the replay window kept them.
 	Err error
+	// Start places To on the call's timeline.
+	Start StreamStart
+	// ReplayFrom and Replayed say which messages of the call (numbered
+	// by Send from 0, see [RotatingSession.Sent]) the successor was sent
+	// again from the replay window, before anything else but its
+	// Preamble: Replayed messages from ReplayFrom on. Replayed is 0 when
+	// nothing was replayed.
+	ReplayFrom int64
+	Replayed   int
+}
+
+// StreamStart places the start of one stream of a [RotatingSession] on
+// the call's timeline, so that an application can rebase what the
+// stream's model counts from its own start (timestamps, audio offsets).
+type StreamStart struct {
+	// Time is the wall-clock time at which the stream's response head
+	// was seen (before its Preamble was sent): a model's clock, which
+	// starts when the container accepts the connection, starts about
+	// then.
+	Time time.Time
+	// Offset is Time on the call's timeline: the time since the first
+	// stream's Time (0 for the first stream), on the monotonic clock.
+	Offset time.Duration
+	// Messages is the number of messages of the call sent with Send
+	// before the stream's first one, replayed messages included: the
+	// sequence number of the first message the stream received after its
+	// Preamble. Bytes is the total Data of those messages.
+	Messages, Bytes int64
 }
 
 // ReconnectError is the terminal error of a [RotatingSession] whose
@@ -161,58 +256,74 @@ func (e *ReconnectError) Unwrap() error { return e.Err }
 // A RotatingSession is a conversation that outlives the streams carrying
 // it, opened by [Client.OpenRotating]. It sends through one [Session] (a
 // generation) at a time and replaces it with a successor when it reaches
-// Rotation.After, or when it ends early.
+// Rotation.After, ahead of its credentials' expiry, on [Rotate], or when
+// it ends early.
 //
 // A planned rotation is make-before-break: the successor is opened (with
 // fresh credentials), given its Preamble and answered by the service, and
 // only then do sends move to it, at a message boundary (a Send in
-// progress finishes on the old stream first); the old stream then gets
-// its Finish and its end frame, and its remaining replies are still
-// returned by Recv. No message and no reply is lost, provided the old
-// stream finishes before the service's cap (hence the margin in
-// DefaultRotateAfter).
+// progress, or a message begun with SendPart, finishes on the old stream
+// first); the old stream then gets its Finish and, once its model has
+// been quiet for FinishQuiet, its end frame. No message and no reply is
+// lost, provided the old stream finishes before the service's cap (hence
+// the margin in DefaultRotateAfter).
 //
 // A stream that ends early (an InternalStreamFailure, a ModelStreamError,
-// a dead connection, a clean end before CloseSend) is replaced by a
-// reconnect with the same callbacks, bounded by Rotation.MaxReconnects
-// with backoff. Its end is reported to OnRotate, not to Recv. The replies
-// it delivered before the end are returned first; the replies the model
-// had not sent are lost, and so may be the messages sent to it shortly
-// before, since an ended stream cannot tell which of them the model
-// processed: an application that must not lose them resends them from
-// its Preamble after an event with Reason RotationEarlyEnd. A Send that
-// fails on an ended stream waits for the successor and sends its message
-// there. (Any error of the current stream's Send other than its context's
-// is taken as the stream's end.)
+// a reset, a dead connection, a GOAWAY, a clean end before CloseSend) is
+// replaced by a reconnect with the same callbacks, bounded by
+// Rotation.MaxReconnects with backoff. Its end is reported to OnRotate
+// and OnStreamEnd, not to Recv. The replies it delivered before the end
+// are returned first; the replies the model had not sent are lost. The
+// messages it had not answered are lost too, unless Rotation.ReplayWindow
+// is set: the successor then receives the messages of the window again,
+// after its Preamble and before any new message, and the event says
+// which. A Send that fails on an ended stream waits for the successor and
+// sends its message there (after the replay).
 //
-// Recv returns every reply of one stream, in order, before any reply of
-// its successor, and calls Rotation.OnRotate at the boundary.
+// Order: Recv returns the messages of each stream in the order the
+// stream delivered them, and tells which stream each came from
+// ([RotatingSession.RecvGeneration]). After a planned rotation, the
+// successor's messages are returned as they arrive, without waiting for
+// the old stream's end: between OnRotate(From→To) and OnStreamEnd(From),
+// messages of From and of To may interleave (From's are the replies to
+// what was sent before the switch and to its Finish; To's those to its
+// Preamble and what was sent after). After an early end nothing
+// interleaves: every message of From, OnStreamEnd(From), OnRotate, then
+// the messages of To. OnRotate for a stream always precedes its first
+// message, and rotations are reported in generation order.
 //
-// Concurrency: Send and CloseSend are meant for one sending goroutine
-// (concurrent calls are serialized, in no particular order), Recv and
-// Messages for one receiving goroutine; sending and receiving proceed
-// concurrently, and Close and Generation may be called at any time from
-// any goroutine. The session runs one goroutine of its own, which watches
-// the current stream's age and end and opens successors; Preamble (except
-// the first stream's) and Finish run on it, OnRotate on the receiving
-// goroutine, inside Recv.
+// Concurrency: Send, SendPart, CloseSend, Finish and Rotate are meant for
+// one sending goroutine (concurrent calls are serialized, in no
+// particular order), Recv, RecvGeneration and Messages for one receiving
+// goroutine; sending and receiving proceed concurrently, and Close,
+// Generation, Sent and Response may be called at any time from any
+// goroutine. The session runs goroutines of its own: one that watches the
+// current stream and opens successors (Preamble, except the first
+// stream's, and Finish run on it), one per stream that reads its replies
+// until Recv has taken them, and, while an old stream finishes, one that
+// waits out its FinishQuiet. OnRotate and OnStreamEnd run on the
+// receiving goroutine, inside Recv.
 //
 // Memory: an old stream is released once Recv has returned all its
 // replies; until then it holds what a [Session] reads ahead. Read the
 // replies: a session whose replies are not read keeps every stream it
-// rotated away from until the service ends it.
+// rotated away from until the service ends it. The replay window holds
+// at most ReplayBytes of message data.
 //
-// Lifetime: CloseSend ends the input; no stream is opened after it, and
-// Recv returns the remaining replies, then io.EOF, or the error that ended
-// the last stream. Close (or cancelling the context given to OpenRotating)
-// ends every stream at once, unblocks every pending call, which then
-// returns [ErrSessionClosed] (or the context's cause), and makes the
-// session's goroutine exit, once a callback it is running returns.
+// Lifetime: Finish ends the call gracefully (every reply of every stream
+// still returned by Recv); CloseSend ends the input at once. No stream is
+// opened after either, and Recv returns the remaining replies, then
+// io.EOF, or the error that ended the last stream. Close (or cancelling
+// the context given to OpenRotating) ends every stream at once, unblocks
+// every pending call, which then returns [ErrSessionClosed] (or the
+// context's cause), and makes the session's goroutines exit, once a
+// callback they are running returns.
 type RotatingSession struct {
 	// Set by OpenRotating, read-only after.
 	c             *Client
 	in            OpenInput
 	after         time.Duration // < 0: no rotation by age
+	expiryMargin  time.Duration // < 0: no rotation by expiry
 	finishQuiet   time.Duration // < 0: CloseSend at once
 	stable        time.Duration // a stream that lasts this long resets the count of reconnects
 	maxReconnects int           // < 0: none
@@ -220,42 +331,81 @@ type RotatingSession struct {
 	preamble      func(context.Context, func(Message) error) error
 	finish        func(context.Context, func(Message) error) error
 	onRotate      func(RotationEvent)
+	onStreamEnd   func(int, error)
+	began         time.Time // the first stream's start: 0 on the call's timeline
 
 	// ctx is the session's lifetime, the parent of every stream's; it is
 	// cancelled by Close with ErrSessionClosed as cause.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// inputDone is closed by CloseSend (under sendLock): the rotator
-	// opens no stream after it.
+	// inputDone is closed by CloseSend and Finish (under sendLock): the
+	// rotator opens no stream after it.
 	inputDone chan struct{}
 
-	// sendLock is held by Send and CloseSend while they use cur, and by
-	// the rotator while it replaces cur, so that sends switch streams
-	// at a message boundary. It guards cur and sendClosed.
+	// rotateReq carries Rotate's requests to the rotator.
+	rotateReq chan rotateRequest
+
+	// oldFailed carries to the rotator the streams that failed while
+	// they finished after a planned rotation (with replay on).
+	oldFailed chan *generation
+
+	// sendLock is held by the send methods while they use cur, and by the
+	// rotator while it replaces cur, so that sends switch streams at a
+	// message boundary. It guards the fields below it.
 	sendLock   ctxLock
 	cur        *generation
 	sendClosed bool
+	partOpen   chan struct{} // non-nil while a SendPart message is open on cur; closed when it completes
+	sentBytes  int64         // Data sent with Send and SendPart
+	replay     *replayWindow // nil: replay off
 
-	gen atomic.Int64 // cur.n, for Generation
+	gen  atomic.Int64 // cur.n, for Generation
+	sent atomic.Int64 // messages sent with Send and completed with SendPart
 
-	// mu guards the settling of generations (generation.settle) and
-	// terminal.
+	// mu guards the settling of generations (generation.settle),
+	// terminal and pumps.
 	mu       sync.Mutex
-	terminal error // a *ReconnectError once the rotator gave up
+	terminal error         // a *ReconnectError once the rotator gave up
+	pumps    int           // generations whose end Recv has not taken yet
+	olds     []*generation // streams rotated away from, finishing (pruned as they end)
 
-	// Receive side, guarded by recvLock: head is the stream Recv reads,
-	// recvErr the sticky terminal error returned by Recv.
-	recvLock ctxLock
-	head     *generation
-	recvErr  error
+	// stopped is closed when the rotator exits.
+	stopped chan struct{}
+
+	// items carries every stream's messages and ends from its pump to
+	// Recv.
+	items chan rotItem
+
+	// Receive side, guarded by recvLock.
+	recvLock  ctxLock
+	announced *generation // the newest generation OnRotate was called for
+	ended     *generation // the newest generation whose end Recv took
+	recvGen   int         // generation of the message Recv returned last
+	recvErr   error       // sticky terminal error
 }
 
 // A generation is one stream of a RotatingSession.
 type generation struct {
-	n      int
-	sess   *Session
-	opened time.Time
+	n       int
+	sess    *Session
+	opened  time.Time      // just before Open
+	started time.Time      // when the response head was seen: the model's clock starts about then
+	due     time.Time      // planned rotation, zero for none
+	dueWhy  RotationReason // RotationAge or RotationExpiry
+	endAt   time.Time      // when the rotator saw it end early; owned by the rotator
+
+	// event is the rotation that installed the stream (zero for the
+	// first); written by the rotator before the stream's pump starts.
+	event RotationEvent
+
+	// drained is closed by the stream's pump once it handed its end to
+	// Recv (or the session closed).
+	drained chan struct{}
+
+	// recvEnd is what ended the stream, as Recv took it (io.EOF for a
+	// clean end); owned by the receiving goroutine.
+	recvEnd error
 
 	// kicked is closed by a Send that failed on this stream, after
 	// storing the error in kickErr: it tells the rotator the stream is
@@ -271,7 +421,6 @@ type generation struct {
 	settled   chan struct{}
 	isSettled bool // guarded by RotatingSession.mu
 	next      *generation
-	reason    RotationReason
 }
 
 // kick records that Send failed on the stream with err.
@@ -307,13 +456,14 @@ func (g *generation) endErr() error {
 // OpenRotating opens a [RotatingSession]: a conversation with the endpoint
 // named by in that is carried by one stream after another, as r says (nil
 // r means the zero Rotation). It opens the first stream as [Client.Open]
-// does, runs r.Preamble on it, and, unlike Open, returns only once the
-// service answered it: an HTTP error (a [*ResponseError]) or the
+// does and, unlike Open, waits until the service answered it, then runs
+// r.Preamble on it: an HTTP error (a [*ResponseError]) or the
 // Preamble's error is OpenRotating's. Every successor is opened the same
 // way, with the same input.
 //
 // ctx governs the whole session, as for Open: use one without deadline,
-// and call Close, for a long conversation.
+// and call Close (after Finish or CloseSend for a graceful end) for a long
+// conversation.
 func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (*RotatingSession, error) {
 	if in == nil {
 		return nil, &InputValidationError{Field: "OpenInput", Message: "input is nil"}
@@ -325,19 +475,29 @@ func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (
 		c:             c,
 		in:            *in,
 		after:         r.After,
+		expiryMargin:  r.ExpiryMargin,
 		finishQuiet:   r.FinishQuiet,
 		maxReconnects: r.MaxReconnects,
 		backoff:       r.Backoff,
 		preamble:      r.Preamble,
 		finish:        r.Finish,
 		onRotate:      r.OnRotate,
+		onStreamEnd:   r.OnStreamEnd,
 		inputDone:     make(chan struct{}),
+		rotateReq:     make(chan rotateRequest),
+		oldFailed:     make(chan *generation),
+		stopped:       make(chan struct{}),
+		items:         make(chan rotItem),
+		replay:        newReplayWindow(r.ReplayWindow, r.ReplayBytes),
 	}
 	if rs.finishQuiet == 0 {
 		rs.finishQuiet = DefaultFinishQuiet
 	}
 	if rs.after == 0 {
 		rs.after = DefaultRotateAfter
+	}
+	if rs.expiryMargin == 0 {
+		rs.expiryMargin = DefaultExpiryMargin
 	}
 	rs.stable = rs.after / 10
 	if rs.after < 0 {
@@ -350,37 +510,86 @@ func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (
 		rs.backoff = defaultReconnectBackoff
 	}
 	rs.ctx, rs.cancel = context.WithCancelCause(ctx)
-	g, err := rs.open(1)
+	g, err := rs.open(1, time.Now())
 	if err != nil {
 		rs.cancel(ErrSessionClosed)
 		return nil, err
 	}
-	rs.cur, rs.head = g, g
+	rs.began = g.started
+	g.event.Start = StreamStart{Time: g.started}
+	rs.cur, rs.announced = g, g
 	rs.gen.Store(1)
+	rs.startPump(g, nil)
 	go rs.rotate()
 	return rs, nil
 }
 
 // open opens stream n, runs the preamble on it and waits until the service
-// answered it.
-func (rs *RotatingSession) open(n int) (*generation, error) {
-	opened := time.Now()
+// answered it. opened is the time taken just before.
+func (rs *RotatingSession) open(n int, opened time.Time) (*generation, error) {
+	rs.refreshCredentials(opened)
 	sess, err := rs.c.Open(rs.ctx, &rs.in)
 	if err != nil {
 		return nil, err
 	}
-	g := &generation{n: n, sess: sess, opened: opened, kicked: make(chan struct{}), settled: make(chan struct{})}
+	g := &generation{
+		n: n, sess: sess, opened: opened,
+		drained: make(chan struct{}), kicked: make(chan struct{}), settled: make(chan struct{}),
+	}
+	if _, err := sess.Response(rs.ctx); err != nil {
+		sess.Close()
+		return nil, err
+	}
+	g.started = time.Now()
 	if rs.preamble != nil {
 		if err := rs.preamble(sess.Context(), sendOn(sess)); err != nil {
 			sess.Close()
 			return nil, err
 		}
 	}
-	if _, err := sess.Response(rs.ctx); err != nil {
-		sess.Close()
-		return nil, err
-	}
+	g.due, g.dueWhy = rs.plan(g)
 	return g, nil
+}
+
+// plan returns when g is to be replaced, and why: at its age, or ahead of
+// the expiry of the credentials it was signed with (which the client's
+// cache returns until they expire), whichever comes first.
+func (rs *RotatingSession) plan(g *generation) (time.Time, RotationReason) {
+	var due time.Time
+	why := RotationAge
+	if rs.after > 0 {
+		due = g.opened.Add(rs.after)
+	}
+	if rs.expiryMargin < 0 {
+		return due, why
+	}
+	creds, err := retrieveCredentials(rs.ctx, rs.c.options.Credentials)
+	if err != nil || !creds.CanExpire {
+		return due, why
+	}
+	at := creds.Expires.Add(-rs.expiryMargin)
+	if half := g.opened.Add(creds.Expires.Sub(g.opened) / 2); at.Before(half) {
+		at = half
+	}
+	if due.IsZero() || at.Before(due) {
+		return at, RotationExpiry
+	}
+	return due, why
+}
+
+// refreshCredentials makes the client's credentials cache fetch new
+// credentials if the cached ones expire within the margin, so that a
+// successor is not signed with what its predecessor is rotating away
+// from.
+func (rs *RotatingSession) refreshCredentials(now time.Time) {
+	cache, ok := rs.c.options.Credentials.(*aws.CredentialsCache)
+	if !ok || rs.expiryMargin < 0 {
+		return
+	}
+	creds, err := cache.Retrieve(rs.ctx)
+	if err == nil && creds.CanExpire && creds.Expires.Before(now.Add(rs.expiryMargin)) {
+		cache.Invalidate()
+	}
 }
 
 // sendOn returns the send function given to Preamble and Finish.
@@ -392,79 +601,31 @@ func sendOn(s *Session) func(Message) error {
 // sends to: 1 for the first stream, one more for each successor.
 func (rs *RotatingSession) Generation() int { return int(rs.gen.Load()) }
 
-// Send sends one message to the model on the current stream, as
-// [Session.Send] does. A message is sent whole on one stream: the switch
-// to a successor waits for a Send in progress. If the current stream has
-// ended early, Send waits for its successor (bounded by ctx) and sends
-// the message there; it returns the session's terminal error (a
-// [*ReconnectError]) if there is none. After CloseSend it returns
-// [ErrSendClosed], after Close [ErrSessionClosed].
-func (rs *RotatingSession) Send(ctx context.Context, m Message) error {
-	for {
-		if err := rs.sendLock.Lock(ctx, rs.ctx.Done(), nil); err != nil {
-			if err == errLockStopped {
-				return rs.closedErr()
-			}
-			return err
+// Sent returns the number of messages of the call sent so far with Send
+// (and completed with SendPart): the sequence number the next one gets.
+// Preamble, Finish and replayed messages are not counted.
+func (rs *RotatingSession) Sent() int64 { return rs.sent.Load() }
+
+// Response returns the response head of the stream that Send currently
+// sends to, as [Session.Response] does; every stream of a RotatingSession
+// has been answered before it carries the application's messages, so it
+// does not wait unless the stream is being replaced after an early end.
+func (rs *RotatingSession) Response(ctx context.Context) (*Response, error) {
+	if err := rs.sendLock.Lock(ctx, rs.ctx.Done(), nil); err != nil {
+		if err == errLockStopped {
+			return nil, rs.closedErr()
 		}
-		if rs.sendClosed {
-			rs.sendLock.Unlock()
-			return ErrSendClosed
-		}
-		g := rs.cur
-		err := g.sess.Send(ctx, m)
-		rs.sendLock.Unlock()
-		switch {
-		case err == nil:
-			return nil
-		case rs.ctx.Err() != nil:
-			return rs.closedErr()
-		case ctx.Err() != nil:
-			return err
-		}
-		// The stream is over (or broken): wait for its successor.
-		g.kick(err)
-		select {
-		case <-g.settled:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-rs.ctx.Done():
-			return rs.closedErr()
-		}
-		if g.next == nil {
-			if t := rs.terminalErr(); t != nil {
-				return t
-			}
-			return err
-		}
+		return nil, err
 	}
+	s := rs.cur.sess
+	rs.sendLock.Unlock()
+	return s.Response(ctx)
 }
 
-// CloseSend ends the input: the current stream gets its end frame (as
-// [Session.CloseSend]), no successor is opened after it, and a rotation in
-// progress is abandoned. Recv then returns the remaining replies and
-// io.EOF, or the error that ended the last stream. It returns the current
-// stream's CloseSend error, such as the reason the stream ended early.
-// Calling it again does nothing.
-func (rs *RotatingSession) CloseSend() error {
-	if err := rs.sendLock.Lock(context.Background(), rs.ctx.Done(), nil); err != nil {
-		return rs.closedErr()
-	}
-	defer rs.sendLock.Unlock()
-	if rs.sendClosed {
-		return nil
-	}
-	rs.sendClosed = true
-	close(rs.inputDone)
-	rs.settle(rs.cur, nil, 0)
-	return rs.cur.sess.CloseSend()
-}
-
-// Close ends the session at once: every stream is aborted (use CloseSend
-// and read to io.EOF for a graceful end), pending calls return
-// [ErrSessionClosed], and the session's goroutine exits. It does not wait
-// for it. Close is safe to call more than once and concurrently; it
-// always returns nil.
+// Close ends the session at once: every stream is aborted (use Finish for
+// a graceful end), pending calls return [ErrSessionClosed], and the
+// session's goroutines exit. It does not wait for them. Close is safe to
+// call more than once and concurrently; it always returns nil.
 func (rs *RotatingSession) Close() error {
 	rs.cancel(ErrSessionClosed)
 	return nil
@@ -484,240 +645,15 @@ func (rs *RotatingSession) terminalErr() error {
 	return rs.terminal
 }
 
-// settle records what follows g, once: next with its reason, or nothing.
-func (rs *RotatingSession) settle(g, next *generation, reason RotationReason) bool {
+// settle records what follows g, once: next, or nothing.
+func (rs *RotatingSession) settle(g, next *generation) bool {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if g.isSettled {
 		return false
 	}
-	g.isSettled, g.next, g.reason = true, next, reason
+	g.isSettled, g.next = true, next
 	close(g.settled)
-	return true
-}
-
-// Recv returns the next message from the model, as [Session.Recv] does:
-// every message of a stream, in order, then those of its successor, with
-// Rotation.OnRotate called in between. The end of a stream that was
-// replaced is not an error: it is reported to OnRotate. Recv returns
-// io.EOF after CloseSend once the last stream ended cleanly; the error
-// that ended the last stream if it did not; a [*ReconnectError] if a
-// stream that ended early could not be replaced; [ErrSessionClosed]
-// after Close. These are terminal. ctx bounds only this call.
-func (rs *RotatingSession) Recv(ctx context.Context) (Message, error) {
-	if err := rs.recvLock.Lock(ctx, nil, nil); err != nil {
-		return Message{}, err
-	}
-	defer rs.recvLock.Unlock()
-	for {
-		if rs.recvErr != nil {
-			return Message{}, rs.recvErr
-		}
-		h := rs.head
-		m, err := h.sess.Recv(ctx)
-		switch {
-		case err == nil:
-			return m, nil
-		case rs.ctx.Err() != nil:
-			return Message{}, rs.closedErr()
-		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-			return Message{}, err
-		}
-		var tooLarge *MessageTooLargeError
-		if errors.As(err, &tooLarge) {
-			return Message{}, err // not terminal
-		}
-		// h's replies are over: go on with its successor, if any.
-		select {
-		case <-h.settled:
-		case <-ctx.Done():
-			return Message{}, ctx.Err()
-		case <-rs.ctx.Done():
-			return Message{}, rs.closedErr()
-		}
-		if h.next == nil {
-			if t := rs.terminalErr(); t != nil {
-				err = t
-			}
-			rs.recvErr = err
-			h.sess.Close()
-			return Message{}, err
-		}
-		ev := RotationEvent{From: h.n, To: h.next.n, Reason: h.reason}
-		if err != io.EOF {
-			ev.Err = err
-		} else if h.reason == RotationEarlyEnd {
-			ev.Err = ErrStreamEnded
-		}
-		h.sess.Close()
-		rs.head = h.next
-		if rs.onRotate != nil {
-			rs.onRotate(ev)
-		}
-	}
-}
-
-// Messages returns an iterator over the messages received with Recv(ctx),
-// as [Session.Messages] does: it ends after the last message at a clean
-// end; any other error is yielded once and ends it. It is single-use.
-func (rs *RotatingSession) Messages(ctx context.Context) iter.Seq2[Message, error] {
-	return func(yield func(Message, error) bool) {
-		for {
-			m, err := rs.Recv(ctx)
-			if err == io.EOF {
-				return
-			}
-			if !yield(m, err) || err != nil {
-				return
-			}
-		}
-	}
-}
-
-// rotate is the session's goroutine: it waits for the current stream to
-// reach its age or to end, opens its successor and installs it, until the
-// session closes, its input ends, or reconnects are exhausted.
-func (rs *RotatingSession) rotate() {
-	failures := 0 // reconnects in a row, the one under way included
-	for {
-		g := rs.cur // only this goroutine changes cur
-		var (
-			due   <-chan time.Time
-			timer *time.Timer
-		)
-		if rs.after > 0 {
-			timer = time.NewTimer(time.Until(g.opened.Add(rs.after)))
-			due = timer.C
-		}
-		planned := false
-		select {
-		case <-rs.ctx.Done():
-		case <-rs.inputDone:
-		case <-due:
-			planned = true
-		case <-g.sess.Context().Done():
-		case <-g.kicked:
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if rs.ctx.Err() != nil || isClosed(rs.inputDone) {
-			return
-		}
-		next, reason, ok := rs.successor(g, planned, &failures)
-		if !ok {
-			return
-		}
-		if !rs.install(g, next, reason) {
-			next.sess.Close()
-			return
-		}
-		if reason == RotationAge {
-			failures = 0
-			if rs.finish != nil {
-				rs.finish(g.sess.Context(), sendOn(g.sess)) // its error changes nothing
-			}
-			if rs.finishQuiet > 0 {
-				// Keep the old input open while its model answers;
-				// Recv drains it meanwhile. Finish ends when the old
-				// stream does, or with the session.
-				go g.sess.Finish(rs.ctx, rs.finishQuiet)
-				continue
-			}
-		}
-		g.sess.CloseSend()
-	}
-}
-
-// successor opens the stream that follows g. In a planned rotation (g
-// alive), failed attempts are retried with backoff as long as g lasts;
-// once g is over, the rotation is a reconnect: each attempt counts in
-// failures, and successor gives up (recording a *ReconnectError) beyond
-// MaxReconnects or on an error a retry cannot fix. It reports false when
-// it gave up, or when the session closed or its input ended.
-func (rs *RotatingSession) successor(g *generation, planned bool, failures *int) (*generation, RotationReason, bool) {
-	var lastErr error
-	sawEnd := false
-	for attempt := 1; ; attempt++ {
-		if planned && g.over() {
-			planned = false
-		}
-		if !planned {
-			if !sawEnd {
-				sawEnd = true
-				lastErr = g.endErr()
-				if time.Since(g.opened) >= rs.stable {
-					*failures = 0
-				}
-			}
-			*failures++
-			if *failures > rs.maxReconnects || permanent(lastErr) {
-				rs.giveUp(g, &ReconnectError{Reconnects: *failures - 1, Err: lastErr})
-				return nil, 0, false
-			}
-			if !rs.sleep(rs.backoff(*failures), nil) {
-				return nil, 0, false
-			}
-		} else if attempt > 1 && !rs.sleep(rs.backoff(attempt), g) {
-			if rs.ctx.Err() != nil || isClosed(rs.inputDone) {
-				return nil, 0, false
-			}
-			planned = false // g ended while waiting: reconnect
-			continue
-		}
-		next, err := rs.open(g.n + 1)
-		if err == nil {
-			if planned {
-				return next, RotationAge, true
-			}
-			return next, RotationEarlyEnd, true
-		}
-		if rs.ctx.Err() != nil || isClosed(rs.inputDone) {
-			return nil, 0, false
-		}
-		lastErr = err
-	}
-}
-
-// sleep waits d; it reports false if the session closed, its input ended
-// or (for a non-nil g) g ended first.
-func (rs *RotatingSession) sleep(d time.Duration, g *generation) bool {
-	var ctxDone, kicked <-chan struct{}
-	if g != nil {
-		ctxDone, kicked = g.sess.Context().Done(), g.kicked
-	}
-	if d <= 0 {
-		return rs.ctx.Err() == nil && !isClosed(rs.inputDone) && (g == nil || !g.over())
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-rs.ctx.Done():
-		return false
-	case <-rs.inputDone:
-		return false
-	case <-ctxDone:
-		return false
-	case <-kicked:
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// install makes next the stream Send sends to, at a message boundary
-// (under the send lock), unless the input ended or the session closed.
-func (rs *RotatingSession) install(g, next *generation, reason RotationReason) bool {
-	if rs.sendLock.Lock(rs.ctx, nil, nil) != nil {
-		return false
-	}
-	defer rs.sendLock.Unlock()
-	if rs.sendClosed {
-		return false
-	}
-	rs.cur = next
-	rs.gen.Store(int64(next.n))
-	rs.settle(g, next, reason)
 	return true
 }
 
@@ -726,44 +662,5 @@ func (rs *RotatingSession) giveUp(g *generation, err error) {
 	rs.mu.Lock()
 	rs.terminal = err
 	rs.mu.Unlock()
-	rs.settle(g, nil, 0)
-}
-
-// permanent reports whether err is a failure that opening the stream again
-// cannot fix.
-func permanent(err error) bool {
-	var (
-		ive *InputValidationError
-		re  *ResponseError
-	)
-	switch {
-	case errors.As(err, &ive), errors.Is(err, ErrZeroClient):
-		return true
-	case errors.As(err, &re) && re.StatusCode == 408:
-		return false
-	}
-	return classifyOpenError(err) == classTerminal
-}
-
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-// defaultReconnectBackoff waits nothing before the first reconnect in a
-// row, then a random time in [d/2, d], d doubling from 100 ms to 5 s.
-func defaultReconnectBackoff(n int) time.Duration {
-	if n <= 1 {
-		return 0
-	}
-	d := 100 * time.Millisecond
-	for i := 2; i < n && d < 5*time.Second; i++ {
-		d *= 2
-	}
-	d = min(d, 5*time.Second)
-	return d/2 + rand.N(d/2+1)
+	rs.settle(g, nil)
 }

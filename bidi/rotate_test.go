@@ -1,7 +1,6 @@
 package bidi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -15,25 +14,27 @@ import (
 )
 
 // rotItem is what the receiving goroutine of a rotation test saw, in
-// order: a message with the generation it came from, a rotation event,
+// order: a message with the generation it came from (RecvGeneration) and
+// when Recv returned it, a rotation event, the end of a stream (end > 0),
 // or the error that ended Recv.
 type rotItem struct {
-	gen int
-	msg bidi.Message
-	ev  *bidi.RotationEvent
-	err error
+	gen    int
+	msg    bidi.Message
+	at     time.Time
+	ev     *bidi.RotationEvent
+	end    int // generation whose messages were all returned
+	endErr error
+	err    error
 }
 
-// receiveAll runs Recv on rs until it fails, sending every message, event
-// and the final error to the returned channel (buffered for max items).
-// It sets r.OnRotate, so call it before OpenRotating.
+// receiveAll runs Recv on rs until it fails, sending every message, event,
+// stream end and the final error to the returned channel (buffered for max
+// items). It sets r.OnRotate and r.OnStreamEnd, so call it before
+// OpenRotating.
 func receiveAll(r *bidi.Rotation, max int) (start func(context.Context, *bidi.RotatingSession), items <-chan rotItem) {
 	ch := make(chan rotItem, max)
-	gen := 1 // owned by the receiving goroutine (OnRotate runs on it)
-	r.OnRotate = func(ev bidi.RotationEvent) {
-		gen = ev.To
-		ch <- rotItem{ev: &ev}
-	}
+	r.OnRotate = func(ev bidi.RotationEvent) { ch <- rotItem{ev: &ev} }
+	r.OnStreamEnd = func(gen int, err error) { ch <- rotItem{end: gen, endErr: err} }
 	start = func(ctx context.Context, rs *bidi.RotatingSession) {
 		go func() {
 			defer close(ch)
@@ -43,7 +44,7 @@ func receiveAll(r *bidi.Rotation, max int) (start func(context.Context, *bidi.Ro
 					ch <- rotItem{err: err}
 					return
 				}
-				ch <- rotItem{gen: gen, msg: m}
+				ch <- rotItem{gen: rs.RecvGeneration(), msg: m, at: time.Now()}
 			}
 		}()
 	}
@@ -52,6 +53,17 @@ func receiveAll(r *bidi.Rotation, max int) (start func(context.Context, *bidi.Ro
 
 // next returns the next item, failing the test if none comes in time.
 func next(t *testing.T, items <-chan rotItem) rotItem {
+	t.Helper()
+	for {
+		it := nextItem(t, items)
+		if it.end == 0 {
+			return it
+		}
+	}
+}
+
+// nextItem is next without skipping stream ends.
+func nextItem(t *testing.T, items <-chan rotItem) rotItem {
 	t.Helper()
 	select {
 	case it, ok := <-items:
@@ -98,109 +110,6 @@ func audioFrame(seq uint32) []byte {
 		b[i] = byte(seq) ^ byte(i)
 	}
 	return b
-}
-
-// The acceptance test of rotation: a two-hour paced audio session, time
-// compressed (a 400 ms MaxStreamAge stands for SageMaker's 30-minute cap,
-// so 1.6 s is two hours): 900 frames of 640 bytes, one Send each, one
-// every 2 ms (at least 1.8 s: 4.5 caps), echoed. Every frame's echo comes
-// back exactly once and in order, the streams are replaced by age before
-// the cap (make-before-break: no early end), and each stream's replies
-// begin with its preamble's and end with its finish message's. (After is
-// 250 ms, 150 ms before the cap, so that a loaded machine still rotates
-// and drains the old stream in time.)
-func TestRotationPacedAudioTwoHours(t *testing.T) {
-	const (
-		streamCap = 400 * time.Millisecond // SageMaker's 30 minutes
-		after     = 250 * time.Millisecond // 19 minutes: margin for a loaded machine
-		pace      = 2 * time.Millisecond
-		frames    = 900 // 4.5 caps at the pace: 2 h 15 min
-	)
-	srv := newServer(t, biditest.Echo(), func(s *biditest.Server) { s.MaxStreamAge = streamCap })
-	ctx := testCtx(t)
-	var preambles, finishes atomic.Int32
-	r := &bidi.Rotation{
-		After:       after,
-		Preamble:    textPreamble("config", &preambles),
-		Finish:      textPreamble("finalize", &finishes),
-		FinishQuiet: 30 * time.Millisecond, // the old stream ends once its echoes are in, well before the cap
-	}
-	start, items := receiveAll(r, 1<<14)
-	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "audio"}, r)
-	if err != nil {
-		t.Fatalf("OpenRotating: %v", err)
-	}
-	defer rs.Close()
-	start(ctx, rs)
-
-	ticker := time.NewTicker(pace)
-	defer ticker.Stop()
-	began := time.Now()
-	var sent uint32
-	for ; sent < frames; sent++ {
-		<-ticker.C
-		if err := rs.Send(ctx, bidi.Binary(audioFrame(sent))); err != nil {
-			t.Fatalf("Send frame %d: %v", sent, err)
-		}
-	}
-	elapsed := time.Since(began)
-	if err := rs.CloseSend(); err != nil {
-		t.Fatalf("CloseSend: %v", err)
-	}
-
-	var (
-		want     uint32 // next frame expected
-		events   []bidi.RotationEvent
-		inStream []string // texts of the current generation, in order
-		gen      = 1
-	)
-	endStream := func(ev *bidi.RotationEvent) {
-		if len(inStream) == 0 || inStream[0] != "config" {
-			t.Errorf("generation %d: texts %q, want the preamble first (end: %+v)", gen, inStream, ev)
-		}
-		if ev != nil && inStream[len(inStream)-1] != "finalize" {
-			t.Errorf("generation %d: texts %q, want the finish message last (end: %+v)", gen, inStream, *ev)
-		}
-		inStream = nil
-	}
-	for it := range items {
-		switch {
-		case it.ev != nil:
-			endStream(it.ev)
-			events = append(events, *it.ev)
-			gen = it.ev.To
-		case it.err == io.EOF:
-			endStream(nil)
-		case it.err != nil:
-			t.Fatalf("Recv after %d frames: %v", want, it.err)
-		case it.msg.Type == bidi.DataTypeUTF8:
-			inStream = append(inStream, string(it.msg.Data))
-		default:
-			if len(inStream) == 0 || inStream[len(inStream)-1] != "config" {
-				t.Fatalf("generation %d: frame %d after texts %q", gen, want, inStream)
-			}
-			if !bytes.Equal(it.msg.Data, audioFrame(want)) {
-				t.Fatalf("frame %d: got %d bytes starting %x, want frame %d", want, len(it.msg.Data), it.msg.Data[:min(8, len(it.msg.Data))], want)
-			}
-			want++
-		}
-	}
-	if want != sent {
-		t.Fatalf("received %d frames of %d sent", want, sent)
-	}
-	for i, ev := range events {
-		if ev.From != i+1 || ev.To != i+2 || ev.Reason != bidi.RotationAge || ev.Err != nil {
-			t.Errorf("rotation %d: %+v, want %d -> %d by age, clean", i, ev, i+1, i+2)
-		}
-	}
-	if len(events) < 4 {
-		t.Errorf("%d rotations in %v with After %v, want at least 4", len(events), elapsed, after)
-	}
-	streams := len(srv.Streams())
-	if streams != len(events)+1 || int(preambles.Load()) != streams || int(finishes.Load()) != len(events) || rs.Generation() != streams {
-		t.Errorf("%d streams, %d rotations, %d preambles, %d finishes, generation %d", streams, len(events), preambles.Load(), finishes.Load(), rs.Generation())
-	}
-	t.Logf("%d frames of 640 B in %v, %d rotations, %d streams", sent, elapsed.Round(time.Millisecond), len(events), streams)
 }
 
 // failAfter returns a handler whose streams listed in fail echo n messages
@@ -468,5 +377,65 @@ func TestRotationPermanentOpenError(t *testing.T) {
 	}
 	if n := count.Load(); n != 2 {
 		t.Fatalf("%d streams opened, want 2", n)
+	}
+}
+
+// A rotation waits for a message begun with SendPart to be complete: its
+// parts all go to the old stream, the next message to the successor; and
+// Rotate after the input ended reports ErrSendClosed.
+func TestRotationSendPartKeepsMessageWhole(t *testing.T) {
+	srv := newServer(t, biditest.Echo())
+	ctx := testCtx(t)
+	r := &bidi.Rotation{FinishQuiet: 50 * time.Millisecond}
+	start, items := receiveAll(r, 64)
+	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
+	if err != nil {
+		t.Fatalf("OpenRotating: %v", err)
+	}
+	defer rs.Close()
+	start(ctx, rs)
+	if err := rs.SendPart(ctx, bidi.Part{Data: []byte("he"), Type: bidi.DataTypeUTF8}); err != nil {
+		t.Fatalf("SendPart: %v", err)
+	}
+	if err := rs.Send(ctx, bidi.Text("x")); !errors.Is(err, bidi.ErrMessageInProgress) {
+		t.Fatalf("Send inside a message: %v, want ErrMessageInProgress", err)
+	}
+	rotated := make(chan error, 1)
+	go func() { rotated <- rs.Rotate(ctx) }()
+	// Rotate cannot finish while the message is open; once its last part
+	// is sent, it does, and the message was carried whole by stream 1.
+	if err := rs.SendPart(ctx, bidi.Part{Data: []byte("llo"), Type: bidi.DataTypeUTF8, Complete: true}); err != nil {
+		t.Fatalf("SendPart: %v", err)
+	}
+	if err := <-rotated; err != nil {
+		t.Fatalf("Rotate: %v", err)
+	}
+	if err := rs.Send(ctx, bidi.Text("world")); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if err := rs.Finish(ctx, 50*time.Millisecond); err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	if err := rs.Rotate(ctx); !errors.Is(err, bidi.ErrSendClosed) {
+		t.Fatalf("Rotate after Finish: %v, want ErrSendClosed", err)
+	}
+	got := map[string]int{}
+	for it := range items {
+		switch {
+		case it.err != nil && it.err != io.EOF:
+			t.Fatalf("Recv: %v", it.err)
+		case it.ev != nil:
+			if it.ev.Reason != bidi.RotationRequested || it.ev.Start.Messages != 1 || it.ev.Start.Bytes != 5 {
+				t.Errorf("event %+v, want a requested rotation after 1 message of 5 bytes", *it.ev)
+			}
+		case it.err == nil && it.end == 0:
+			got[string(it.msg.Data)] = it.gen
+		}
+	}
+	if got["hello"] != 1 || got["world"] != 2 || len(got) != 2 {
+		t.Fatalf("messages by stream: %v, want hello from 1 and world from 2", got)
+	}
+	if rs.Sent() != 2 {
+		t.Fatalf("Sent %d, want 2", rs.Sent())
 	}
 }

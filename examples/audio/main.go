@@ -26,6 +26,18 @@
 //	go run ./examples/audio
 //	go run ./examples/audio -seconds 5 -freq 220 -fragment
 //
+// With -rotate-after the call is carried by a bidi.RotatingSession, as a
+// call past SageMaker's 30-minute cap on a stream must be: its streams
+// are replaced make-before-break at that age, the demo server resets one
+// stream in the middle (-fault-at), the audio a failed stream may have
+// lost is sent again to its successor (-replay), and the call ends with
+// Finish, which loses no answer. The transcript prints every partial
+// result at its place on the call's audio timeline, rebased with each
+// rotation's StreamStart, and drops the answers to replayed audio it had
+// already printed:
+//
+//	go run ./examples/audio -seconds 6 -chunk-ms 100 -rotate-after 2s
+//
 // Against a real streaming speech endpoint (or the local gateway of
 // examples/gateway), the same program prints whatever the model answers:
 //
@@ -60,6 +72,9 @@ type options struct {
 	sampleRate, chunkMS  int
 	fragment             bool
 	timeout              time.Duration
+
+	rotateAfter, replay time.Duration
+	faultAt             float64
 }
 
 // newFlagSet defines every flag on a new flag set writing to out.
@@ -75,6 +90,9 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.Float64Var(&o.speed, "speed", 1, "pace relative to real time (2: twice as fast; 0: no pacing), e.g. -speed 0")
 	fs.BoolVar(&o.fragment, "fragment", false, "send the chunks as PARTIAL…COMPLETE parts of one message, which a container sees only when complete (to compare; live audio wants one message per chunk), e.g. -fragment")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "bound of the whole session, e.g. -timeout 30s")
+	fs.DurationVar(&o.rotateAfter, "rotate-after", 0, "carry the call on a RotatingSession that replaces its stream at this age (SageMaker caps a stream at 30 minutes; the demo server at 3 times this); 0: one session, e.g. -rotate-after 1s")
+	fs.DurationVar(&o.replay, "replay", 2*time.Second, "with -rotate-after: the replay window, the audio sent again to a successor after a fault; 0: none, e.g. -replay 4s")
+	fs.Float64Var(&o.faultAt, "fault-at", 0, "with -rotate-after, demo server only: reset the stream once this many `seconds` of audio reached the model (0: half of -seconds; negative: no fault), e.g. -fault-at 1.5")
 	return fs, o
 }
 
@@ -96,6 +114,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("-sample-rate, -chunk-ms, -speed and -freq must be positive (-sample-rate at least 1000)")
 	case o.sampleRate*2*o.chunkMS/1000 == 0:
 		return nil, errors.New("-chunk-ms: a chunk must hold at least one sample")
+	case o.rotateAfter < 0 || o.replay < 0:
+		return nil, errors.New("-rotate-after and -replay: want 0 or more")
+	case o.rotateAfter > 0 && o.fragment:
+		return nil, errors.New("-rotate-after: send one message per chunk (without -fragment)")
+	}
+	if o.faultAt == 0 {
+		o.faultAt = o.seconds / 2
 	}
 	return o, nil
 }
@@ -129,10 +154,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func session(ctx context.Context, o *options, stdout io.Writer) error {
 	var srv *biditest.Server
 	if o.conn.Endpoint == "" {
-		srv = biditest.NewUnstartedServer(recognizer(o.sampleRate))
+		srv = biditest.NewUnstartedServer(recognizer(o.sampleRate, o.demoFault()))
 		// A container sees a fragmented message only when complete,
 		// as behind SageMaker.
 		srv.WholeMessages = true
+		if o.rotateAfter > 0 {
+			srv.MaxStreamAge = 3 * o.rotateAfter // SageMaker's 30 minutes
+			fmt.Fprintf(stdout, "streams capped at %v by the demo server\n", srv.MaxStreamAge)
+		}
 		srv.Start()
 		defer srv.Close()
 		fmt.Fprintf(stdout, "in-process server at %s with a toy streaming recognizer\n", srv.URL)
@@ -145,6 +174,9 @@ func session(ctx context.Context, o *options, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%.1f s of a %g Hz tone: %d bytes of 16-bit PCM at %d Hz, in %d ms chunks\n\n",
 		o.seconds, o.freq, len(pcm), o.sampleRate, o.chunkMS)
 
+	if o.rotateAfter > 0 {
+		return rotating(ctx, client, pcm, o, &logger{out: stdout, start: time.Now()})
+	}
 	sess, err := client.Open(ctx, o.conn.OpenInput("demo-asr"))
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -129,5 +130,33 @@ func TestEveryFlagHasAnExample(t *testing.T) {
 	fs, _ := newFlagSet(io.Discard)
 	if missing := cli.FlagsWithoutExample(fs); len(missing) > 0 {
 		t.Errorf("flags without an example in -h: %q", missing)
+	}
+}
+
+// TestRotatingCall runs the demo of issue 19: 3 s of paced audio on a
+// RotatingSession whose streams are replaced after 1 s (the demo server
+// caps them at 3 s), with a stream reset in the middle and a replay
+// window of 2 s, ended with Finish. Every chunk's partial result is
+// printed once, at its place on the call's timeline, in order; the
+// rotations and the replay are reported.
+func TestRotatingCall(t *testing.T) {
+	got, _ := runAudio(t, "-seconds", "3", "-chunk-ms", "100", "-rotate-after", "1s")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`== stream 1 -> 2 \(age\) at`),
+		regexp.MustCompile(`\((early end|overlap fault)\) at [0-9.]+s of audio, after .*reset.*, [0-9]+ chunks replayed`),
+		regexp.MustCompile(`30 chunks sent on [0-9]+ streams; 30 partial results on the call's timeline, up to 3\.000s; [0-9]+ answers to replayed audio dropped`),
+	} {
+		if !want.MatchString(got) {
+			t.Errorf("output lacks %v:\n%s", want, got)
+		}
+	}
+	stamps := regexp.MustCompile(`<- \[ *([0-9.]+)s\] stream`).FindAllStringSubmatch(got, -1)
+	if len(stamps) != 30 {
+		t.Fatalf("%d partial results printed, want 30:\n%s", len(stamps), got)
+	}
+	for i, m := range stamps {
+		if want := fmt.Sprintf("%.3f", float64(i+1)/10); m[1] != want {
+			t.Errorf("partial result %d at %ss, want %ss", i+1, m[1], want)
+		}
 	}
 }

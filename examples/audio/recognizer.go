@@ -24,8 +24,10 @@ type result struct {
 // a UTF8 partial result, its level and pitch so far; at the end of the
 // stream it sends a final result. Behind a server with WholeMessages, as
 // the program runs it, the parts of a fragmented message reach it only
-// once the message is complete, as they reach a real container.
-func recognizer(sampleRate int) biditest.Handler {
+// once the message is complete, as they reach a real container. fault,
+// if not nil, is asked after each piece of audio whether to reset the
+// stream there (a platform failure, for the demo of rotation).
+func recognizer(sampleRate int, fault func() bool) biditest.Handler {
 	return biditest.HandlerFunc(func(st *biditest.Stream) {
 		if st.Accept() != nil {
 			return
@@ -54,6 +56,9 @@ func recognizer(sampleRate int) biditest.Handler {
 			}
 			if p.Type != bidi.DataTypeBinary {
 				continue
+			}
+			if fault != nil && fault() {
+				st.Reset()
 			}
 			a.write(p.Data)
 			parts++

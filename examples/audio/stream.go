@@ -83,7 +83,7 @@ func stream(ctx context.Context, sess *bidi.Session, pcm []byte, o *options, l *
 // fragmented message only when complete.
 //
 // It returns when the last chunk began to be sent and when it was sent.
-func send(ctx context.Context, sess *bidi.Session, pcm []byte, o *options, l *logger) (lastBegun, last time.Time, err error) {
+func send(ctx context.Context, sess bidi.Conversation, pcm []byte, o *options, l *logger) (lastBegun, last time.Time, err error) {
 	chunk := o.sampleRate * 2 * o.chunkMS / 1000
 	n := (len(pcm) + chunk - 1) / chunk
 	for i := range n {

@@ -1,0 +1,416 @@
+package bidi
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// rotate is the session's goroutine: it waits for the current stream to
+// be due (by age or credentials), for a Rotate request or for the stream
+// to end, opens its successor and installs it, until the session closes,
+// its input ends, or reconnects are exhausted.
+func (rs *RotatingSession) rotate() {
+	defer close(rs.stopped)
+	failures := 0              // reconnects in a row, the one under way included
+	var pending *rotateRequest // the Rotate being served
+	answer := func(err error) {
+		if pending != nil {
+			pending.done <- err
+			pending = nil
+		}
+	}
+	defer func() {
+		if pending != nil {
+			answer(rs.stopErr())
+		}
+	}()
+	for {
+		g := rs.cur // only this goroutine changes cur
+		var (
+			due   <-chan time.Time
+			timer *time.Timer
+		)
+		if !g.due.IsZero() {
+			timer = time.NewTimer(time.Until(g.due))
+			due = timer.C
+		}
+		var reason RotationReason // of a planned rotation
+		var failed *generation    // an older stream that failed while finishing
+		select {
+		case <-rs.ctx.Done():
+		case <-rs.inputDone:
+		case <-due:
+			reason = g.dueWhy
+		case req := <-rs.rotateReq:
+			if req.gen < g.n { // rotated since Rotate was called
+				req.done <- nil
+				stopTimer(timer)
+				continue
+			}
+			pending, reason = &req, RotationRequested
+		case failed = <-rs.oldFailed:
+			if !rs.uncovered(failed) {
+				stopTimer(timer)
+				continue
+			}
+			reason = RotationOverlapFault
+		case <-g.sess.Context().Done():
+		case <-g.kicked:
+		}
+		stopTimer(timer)
+		if rs.ctx.Err() != nil || rs.inputEnded() {
+			return
+		}
+		next, planned, ok := rs.successor(g, reason != 0, &failures)
+		if !ok {
+			return
+		}
+		if !planned {
+			reason = RotationEarlyEnd
+		}
+		reason, ok = rs.install(g, next, reason, failed)
+		if !ok {
+			next.sess.Close()
+			return
+		}
+		answer(nil)
+		if reason == RotationEarlyEnd {
+			g.sess.CloseSend() // after a failed Send, the stream may still be open
+			continue
+		}
+		failures = 0
+		rs.retire(g)
+	}
+}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
+// stopErr is what a Rotate still waiting learns when the rotator exits.
+func (rs *RotatingSession) stopErr() error {
+	switch {
+	case rs.ctx.Err() != nil:
+		return rs.closedErr()
+	case rs.terminalErr() != nil:
+		return rs.terminalErr()
+	}
+	return ErrSendClosed
+}
+
+// retire finishes a stream that was rotated away from as planned: its
+// Finish callback, then its end once its model is quiet, on a goroutine
+// of its own so that the rotator watches the new stream meanwhile.
+func (rs *RotatingSession) retire(g *generation) {
+	rs.mu.Lock()
+	olds := rs.olds[:0]
+	for _, o := range rs.olds {
+		if o.sess.Context().Err() == nil {
+			olds = append(olds, o)
+		}
+	}
+	clear(rs.olds[len(olds):])
+	rs.olds = append(olds, g)
+	rs.mu.Unlock()
+	if rs.finish != nil {
+		rs.finish(g.sess.Context(), sendOn(g.sess)) // its error changes nothing
+	}
+	// Keep the old input open while its model answers (unless
+	// FinishQuiet < 0); its pump hands the replies to Recv meanwhile.
+	// Finish ends when the old stream does, or with the session.
+	go rs.finishOld(g)
+}
+
+// finishOld ends a stream rotated away from, once its model is quiet,
+// and tells the replay window how it ended: the messages it received
+// last are forgotten after a clean end, and replayed after a failure.
+func (rs *RotatingSession) finishOld(g *generation) {
+	if rs.finishQuiet > 0 {
+		// Stop waiting for quiet once the pump saw the stream end: the
+		// session may learn it later.
+		ctx, cancel := context.WithCancel(rs.ctx)
+		go func() {
+			select {
+			case <-g.kicked:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		g.sess.Finish(ctx, rs.finishQuiet)
+		cancel()
+	} else {
+		g.sess.CloseSend()
+	}
+	if rs.replay == nil {
+		return
+	}
+	// The verdict is the end its pump saw, which Finish may not know yet.
+	select {
+	case <-g.kicked:
+	case <-rs.ctx.Done():
+		return
+	}
+	err := finishError(g.kickErr)
+	if err == nil {
+		if rs.sendLock.Lock(rs.ctx, nil, nil) == nil {
+			rs.replay.answered(g.n)
+			rs.sendLock.Unlock()
+		}
+		return
+	}
+	g.endAt = time.Now()
+	select {
+	case rs.oldFailed <- g:
+	case <-rs.stopped:
+	case <-rs.ctx.Done():
+	}
+}
+
+// uncovered reports whether the window holds messages that old, which
+// failed while finishing, received last: they are to be replayed.
+func (rs *RotatingSession) uncovered(old *generation) bool {
+	if rs.sendLock.Lock(rs.ctx, nil, nil) != nil {
+		return false
+	}
+	defer rs.sendLock.Unlock()
+	for _, k := range rs.replay.since(old.endAt) {
+		if k.gen <= old.n {
+			return true
+		}
+	}
+	return false
+}
+
+// finishing returns the streams rotated away from before cur that have
+// not ended yet.
+func (rs *RotatingSession) finishing(cur *generation) []*generation {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var out []*generation
+	for _, o := range rs.olds {
+		if o != cur && o.sess.Context().Err() == nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// successor opens the stream that follows g. In a planned rotation (g
+// alive), failed attempts are retried with backoff as long as g lasts;
+// once g is over, the rotation is a reconnect: each attempt counts in
+// failures, and successor gives up (recording a *ReconnectError) beyond
+// MaxReconnects or on an error a retry cannot fix. It reports whether
+// the rotation stayed planned, and false in ok when it gave up, or when
+// the session closed or its input ended.
+func (rs *RotatingSession) successor(g *generation, planned bool, failures *int) (next *generation, stillPlanned, ok bool) {
+	var lastErr error
+	sawEnd := false
+	for attempt := 1; ; attempt++ {
+		if planned && g.over() {
+			planned = false
+		}
+		if !planned {
+			if !sawEnd {
+				sawEnd = true
+				g.endAt = time.Now()
+				lastErr = g.endErr()
+				if g.endAt.Sub(g.opened) >= rs.stable {
+					*failures = 0
+				}
+			}
+			*failures++
+			if *failures > rs.maxReconnects || permanent(lastErr) {
+				rs.giveUp(g, &ReconnectError{Reconnects: *failures - 1, Err: lastErr})
+				return nil, false, false
+			}
+			if !rs.sleep(rs.backoff(*failures), nil) {
+				return nil, false, false
+			}
+		} else if attempt > 1 && !rs.sleep(rs.backoff(attempt), g) {
+			if rs.ctx.Err() != nil || rs.inputEnded() {
+				return nil, false, false
+			}
+			planned = false // g ended while waiting: reconnect
+			continue
+		}
+		next, err := rs.open(g.n+1, time.Now())
+		if err == nil {
+			return next, planned, true
+		}
+		if rs.ctx.Err() != nil || rs.inputEnded() {
+			return nil, false, false
+		}
+		lastErr = err
+	}
+}
+
+// sleep waits d; it reports false if the session closed, its input ended
+// or (for a non-nil g) g ended first.
+func (rs *RotatingSession) sleep(d time.Duration, g *generation) bool {
+	var ctxDone, kicked <-chan struct{}
+	if g != nil {
+		ctxDone, kicked = g.sess.Context().Done(), g.kicked
+	}
+	if d <= 0 {
+		return rs.ctx.Err() == nil && !rs.inputEnded() && (g == nil || !g.over())
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-rs.ctx.Done():
+		return false
+	case <-rs.inputDone:
+		return false
+	case <-ctxDone:
+		return false
+	case <-kicked:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// install makes next the stream Send sends to, at a message boundary
+// (under the send lock, once a message begun with SendPart is complete),
+// unless the input ended or the session closed. After an early end it
+// first sends next the replay window. It records the rotation's event
+// and starts next's pump: right away after a planned rotation, after the
+// old stream's pump otherwise, so that nothing interleaves with a stream
+// that ended early. A planned rotation whose old stream turns out to
+// have ended meanwhile becomes an early end: the replay then covers what
+// was sent to it. It returns the rotation's reason, and false if the
+// successor was not installed.
+func (rs *RotatingSession) install(g, next *generation, reason RotationReason, failed *generation) (RotationReason, bool) {
+	if !rs.lockBoundary(g) {
+		return 0, false
+	}
+	defer rs.sendLock.Unlock()
+	if rs.sendClosed {
+		return 0, false
+	}
+	if reason != RotationEarlyEnd && g.over() {
+		reason, g.endAt = RotationEarlyEnd, time.Now()
+	}
+	ev := RotationEvent{
+		From: g.n, To: next.n, Reason: reason,
+		Start: StreamStart{
+			Time:     next.started,
+			Offset:   next.started.Sub(rs.began),
+			Messages: rs.sent.Load(),
+			Bytes:    rs.sentBytes,
+		},
+	}
+	var after <-chan struct{}
+	switch reason {
+	case RotationEarlyEnd:
+		after = g.drained
+		ev.Err = g.endErr()
+		if ev.Err == nil {
+			ev.Err = ErrStreamEnded
+		}
+		rs.replayTo(next, g.endAt, &ev)
+	case RotationOverlapFault:
+		ev.Err = failed.endErr()
+		rs.replayTo(next, failed.endAt, &ev)
+	}
+	next.event = ev
+	rs.cur = next
+	rs.gen.Store(int64(next.n))
+	rs.settle(g, next)
+	rs.startPump(next, after)
+	return reason, true
+}
+
+// lockBoundary takes the send lock outside a message begun with
+// SendPart. It reports false if the session closed first.
+func (rs *RotatingSession) lockBoundary(g *generation) bool {
+	for {
+		if rs.sendLock.Lock(rs.ctx, nil, nil) != nil {
+			return false
+		}
+		open := rs.partOpen
+		if open == nil {
+			return true
+		}
+		if g.over() { // the message is lost with its stream
+			close(open)
+			rs.partOpen = nil
+			return true
+		}
+		rs.sendLock.Unlock()
+		select {
+		case <-open:
+		case <-g.sess.Context().Done():
+		case <-g.kicked:
+		case <-rs.ctx.Done():
+			return false
+		}
+	}
+}
+
+// replayTo sends next the messages of the replay window sent since
+// window before end, and records them in ev. The send lock is held. A
+// failure of next is left to the rotator, which sees next end.
+func (rs *RotatingSession) replayTo(next *generation, end time.Time, ev *RotationEvent) {
+	if rs.replay == nil {
+		return
+	}
+	kept := rs.replay.since(end)
+	if len(kept) == 0 {
+		return
+	}
+	ev.ReplayFrom = kept[0].seq
+	ev.Start.Messages, ev.Start.Bytes = kept[0].seq, kept[0].off
+	for i := range kept {
+		k := &kept[i]
+		if err := next.sess.Send(rs.ctx, k.m); err != nil {
+			next.kick(err)
+			return
+		}
+		k.gen = next.n
+		ev.Replayed++
+	}
+}
+
+// permanent reports whether err is a failure that opening the stream again
+// cannot fix.
+func permanent(err error) bool {
+	var (
+		ive *InputValidationError
+		re  *ResponseError
+	)
+	switch {
+	case errors.As(err, &ive), errors.Is(err, ErrZeroClient):
+		return true
+	case errors.As(err, &re) && re.StatusCode == 408:
+		return false
+	}
+	return classifyOpenError(err) == classTerminal
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// defaultReconnectBackoff waits nothing before the first reconnect in a
+// row, then a random time in [d/2, d], d doubling from 100 ms to 5 s.
+func defaultReconnectBackoff(n int) time.Duration {
+	if n <= 1 {
+		return 0
+	}
+	d := 100 * time.Millisecond
+	for i := 2; i < n && d < 5*time.Second; i++ {
+		d *= 2
+	}
+	d = min(d, 5*time.Second)
+	return d/2 + rand.N(d/2+1)
+}

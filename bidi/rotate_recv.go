@@ -1,0 +1,179 @@
+package bidi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+)
+
+// A rotItem is what a stream's pump hands to Recv: a message, a
+// non-terminal error (an oversized message), or the stream's end (end
+// set, err why).
+type rotItem struct {
+	g   *generation
+	m   Message
+	err error
+	end bool
+}
+
+// startPump counts g among the streams Recv has to see end and starts
+// its pump; after, if not nil, holds the pump back until it is closed
+// (the predecessor's pump finished, after an early end).
+func (rs *RotatingSession) startPump(g *generation, after <-chan struct{}) {
+	rs.mu.Lock()
+	rs.pumps++
+	rs.mu.Unlock()
+	go rs.pump(g, after)
+}
+
+// pump reads g's messages and hands them to Recv, in order, then its end.
+// It exits once it handed over the end, or when the session closes.
+func (rs *RotatingSession) pump(g *generation, after <-chan struct{}) {
+	defer close(g.drained)
+	if after != nil {
+		select {
+		case <-after:
+		case <-rs.ctx.Done():
+			return
+		}
+	}
+	for {
+		m, err := g.sess.Recv(rs.ctx)
+		it := rotItem{g: g, m: m, err: err}
+		it.end = err != nil && !isTooLarge(err)
+		if it.end && rs.ctx.Err() == nil {
+			// Tell the rotator now: the session's context may end
+			// later than its Recv reports the end.
+			if err == io.EOF {
+				err = ErrStreamEnded
+			}
+			g.kick(err)
+		}
+		select {
+		case rs.items <- it:
+		case <-rs.ctx.Done():
+			return
+		}
+		if it.end {
+			return
+		}
+	}
+}
+
+// isTooLarge reports whether err is Recv's non-terminal error.
+func isTooLarge(err error) bool {
+	var tooLarge *MessageTooLargeError
+	return errors.As(err, &tooLarge)
+}
+
+// Recv returns the next message from the model, as [Session.Recv] does,
+// from whichever stream of the call delivered it (see [RotatingSession]
+// for the order; RecvGeneration tells which). Rotation.OnRotate and
+// OnStreamEnd are called inside it. The end of a stream that was replaced
+// is not an error: it is reported to OnStreamEnd (and, after an early
+// end, to OnRotate). Recv returns io.EOF after CloseSend or Finish once
+// every stream ended and the last one cleanly; the error that ended the
+// last stream if it did not; a [*ReconnectError] if a stream that ended
+// early could not be replaced; [ErrSessionClosed] after Close. These are
+// terminal. A [*MessageTooLargeError] is not. ctx bounds only this call.
+func (rs *RotatingSession) Recv(ctx context.Context) (Message, error) {
+	if err := rs.recvLock.Lock(ctx, nil, nil); err != nil {
+		return Message{}, err
+	}
+	defer rs.recvLock.Unlock()
+	for {
+		if rs.recvErr != nil {
+			return Message{}, rs.recvErr
+		}
+		if rs.ctx.Err() != nil {
+			return Message{}, rs.closedErr()
+		}
+		if err := rs.finalLocked(); err != nil {
+			rs.recvErr = err
+			return Message{}, err
+		}
+		var settled <-chan struct{}
+		if rs.ended != nil && !isClosed(rs.ended.settled) {
+			settled = rs.ended.settled // then check finalLocked again
+		}
+		select {
+		case it := <-rs.items:
+			rs.announce(it.g)
+			if !it.end {
+				rs.recvGen = it.g.n
+				return it.m, it.err
+			}
+			rs.streamEnded(it)
+		case <-settled:
+		case <-ctx.Done():
+			return Message{}, ctx.Err()
+		case <-rs.ctx.Done():
+			return Message{}, rs.closedErr()
+		}
+	}
+}
+
+// RecvGeneration returns the generation of the stream that delivered the
+// message Recv returned last (0 before the first). Call it from the
+// receiving goroutine, between calls of Recv.
+func (rs *RotatingSession) RecvGeneration() int { return rs.recvGen }
+
+// announce calls OnRotate for every rotation up to g not yet reported.
+// The receive lock is held.
+func (rs *RotatingSession) announce(g *generation) {
+	for rs.announced.n < g.n {
+		next := rs.announced.next // settled: a newer stream exists
+		rs.announced = next
+		if rs.onRotate != nil {
+			rs.onRotate(next.event)
+		}
+	}
+}
+
+// streamEnded takes the end of a stream: it releases it and reports it
+// to OnStreamEnd. The receive lock is held.
+func (rs *RotatingSession) streamEnded(it rotItem) {
+	it.g.sess.Close()
+	rs.mu.Lock()
+	rs.pumps--
+	rs.mu.Unlock()
+	if rs.ended == nil || it.g.n > rs.ended.n {
+		rs.ended = it.g
+		it.g.recvEnd = it.err
+	}
+	if rs.onStreamEnd != nil {
+		err := it.err
+		if err == io.EOF {
+			err = nil
+		}
+		rs.onStreamEnd(it.g.n, err)
+	}
+}
+
+// finalLocked returns Recv's terminal error once the call is over: the
+// newest stream ended, nothing follows it, and every older one ended too.
+// The receive lock is held.
+func (rs *RotatingSession) finalLocked() error {
+	g := rs.ended
+	if g == nil || !isClosed(g.settled) || g.next != nil {
+		return nil
+	}
+	rs.mu.Lock()
+	pumps, terminal := rs.pumps, rs.terminal
+	rs.mu.Unlock()
+	if pumps > 0 {
+		return nil
+	}
+	if terminal != nil {
+		return terminal
+	}
+	return g.recvEnd
+}
+
+// Messages returns an iterator over the messages received with Recv(ctx),
+// as [Session.Messages] does: it ends after the last message at a clean
+// end; any other error is yielded once and ends it. It is single-use.
+func (rs *RotatingSession) Messages(ctx context.Context) iter.Seq2[Message, error] {
+	return messagesOf(ctx, rs.Recv)
+}

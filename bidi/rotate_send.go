@@ -1,0 +1,270 @@
+package bidi
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Send sends one message to the model on the current stream, as
+// [Session.Send] does, and numbers it (see Sent). A message is sent whole
+// on one stream: the switch to a successor waits for a Send in progress.
+// If the current stream has ended early, Send waits for its successor
+// (bounded by ctx) and sends the message there, after the replay; it
+// returns the session's terminal error (a [*ReconnectError]) if there is
+// none. An invalid message ([*InputValidationError]) is refused without
+// harm to the stream. After CloseSend or Finish it returns
+// [ErrSendClosed], after Close [ErrSessionClosed], while a message begun
+// with SendPart is incomplete [ErrMessageInProgress].
+func (rs *RotatingSession) Send(ctx context.Context, m Message) error {
+	return rs.send(ctx, sendOp{m: m})
+}
+
+// SendPart sends one raw part of a message on the current stream, as
+// [Session.SendPart] does. The stream does not change inside a message:
+// a rotation waits for its COMPLETE part. If the stream ends early before
+// the message's first part, SendPart waits for the successor and sends
+// it there, as Send does; if it ends inside the message, the message is
+// lost and SendPart returns the stream's error (the next part, with or
+// without Complete, starts a new message on the successor). Messages sent
+// with SendPart are numbered when complete but not kept for replay.
+func (rs *RotatingSession) SendPart(ctx context.Context, p Part) error {
+	return rs.send(ctx, sendOp{p: p, isPart: true})
+}
+
+// A sendOp is what Send or SendPart sends: a message, or a part.
+type sendOp struct {
+	m      Message
+	p      Part
+	isPart bool
+}
+
+// on sends the operation on s.
+func (op *sendOp) on(ctx context.Context, s *Session) error {
+	if op.isPart {
+		return s.SendPart(ctx, op.p)
+	}
+	return s.Send(ctx, op.m)
+}
+
+// sentOp records a successful operation: it numbers a message (a part
+// message once complete), keeps it for replay, and tracks the message
+// open with SendPart. The send lock is held.
+func (rs *RotatingSession) sentOp(op *sendOp) {
+	if !op.isPart {
+		rs.record(op.m)
+		return
+	}
+	rs.sentBytes += int64(len(op.p.Data))
+	switch {
+	case op.p.Complete && rs.partOpen != nil:
+		close(rs.partOpen)
+		rs.partOpen = nil
+		rs.sent.Add(1)
+	case op.p.Complete:
+		rs.sent.Add(1)
+	case rs.partOpen == nil:
+		rs.partOpen = make(chan struct{})
+	}
+}
+
+// send runs op on the current stream under the send lock and records
+// it. A failure of the stream makes it wait for the successor and try
+// again, unless part of a message is already on the failed stream.
+func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
+	for {
+		if err := rs.sendLock.Lock(ctx, rs.ctx.Done(), nil); err != nil {
+			if err == errLockStopped {
+				return rs.closedErr()
+			}
+			return err
+		}
+		if rs.sendClosed {
+			rs.sendLock.Unlock()
+			return ErrSendClosed
+		}
+		if !op.isPart && rs.partOpen != nil {
+			rs.sendLock.Unlock()
+			return ErrMessageInProgress
+		}
+		g := rs.cur
+		err := op.on(ctx, g.sess)
+		if err == nil {
+			rs.sentOp(&op)
+			rs.sendLock.Unlock()
+			return nil
+		}
+		var ive *InputValidationError
+		midMessage := rs.partOpen != nil
+		if midMessage && rs.ctx.Err() == nil && ctx.Err() == nil && !errors.As(err, &ive) {
+			// The message cannot be completed on another stream.
+			close(rs.partOpen)
+			rs.partOpen = nil
+		}
+		rs.sendLock.Unlock()
+		switch {
+		case rs.ctx.Err() != nil:
+			return rs.closedErr()
+		case ctx.Err() != nil, errors.As(err, &ive), errors.Is(err, ErrMessageInProgress):
+			return err
+		}
+		// The stream is over (or broken): wait for its successor.
+		g.kick(err)
+		if midMessage {
+			return err
+		}
+		select {
+		case <-g.settled:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-rs.ctx.Done():
+			return rs.closedErr()
+		}
+		if g.next == nil {
+			if t := rs.terminalErr(); t != nil {
+				return t
+			}
+			if rs.inputEnded() {
+				return ErrSendClosed
+			}
+			return err
+		}
+	}
+}
+
+// record numbers a message that Send sent and keeps it for replay. The
+// send lock is held.
+func (rs *RotatingSession) record(m Message) {
+	seq := rs.sent.Load()
+	if rs.replay != nil {
+		rs.replay.add(seq, rs.sentBytes, time.Now(), rs.cur.n, m)
+	}
+	rs.sentBytes += int64(len(m.Data))
+	rs.sent.Store(seq + 1)
+}
+
+func (rs *RotatingSession) inputEnded() bool { return isClosed(rs.inputDone) }
+
+// endInput ends the call's input (under the send lock): no stream is
+// opened after it, and a rotation in progress is abandoned. It returns
+// the current stream, or nil when the input had already ended.
+func (rs *RotatingSession) endInput(ctx context.Context) (*generation, error) {
+	if err := rs.sendLock.Lock(ctx, rs.ctx.Done(), nil); err != nil {
+		if err == errLockStopped {
+			return nil, rs.closedErr()
+		}
+		return nil, err
+	}
+	defer rs.sendLock.Unlock()
+	if rs.partOpen != nil {
+		return nil, ErrMessageInProgress
+	}
+	if rs.sendClosed {
+		return rs.cur, nil
+	}
+	rs.sendClosed = true
+	close(rs.inputDone)
+	rs.settle(rs.cur, nil)
+	return rs.cur, nil
+}
+
+// CloseSend ends the input at once: the current stream gets its end frame
+// (as [Session.CloseSend]), no successor is opened after it, and a
+// rotation in progress is abandoned; replies the model had not sent yet
+// may be lost (use Finish to avoid that). Recv then returns the remaining
+// replies and io.EOF, or the error that ended the last stream. It returns
+// the current stream's CloseSend error, such as the reason the stream
+// ended early, or [ErrMessageInProgress] inside a message begun with
+// SendPart. Calling it again does nothing.
+func (rs *RotatingSession) CloseSend() error {
+	g, err := rs.endInput(context.Background())
+	if err != nil {
+		return err
+	}
+	return g.sess.CloseSend()
+}
+
+// Finish ends the call without losing the model's last answers, with the
+// promise of [Session.Finish], for every stream of the call: it ends the
+// input (no stream is opened after it, a rotation in progress is
+// abandoned), finishes the current stream as Session.Finish(ctx, quiet)
+// does, and waits until every stream rotated away from has ended too
+// (those finish on their own, Rotation.FinishQuiet after their model's
+// last reply). Another goroutine must keep reading with Recv meanwhile;
+// once Finish returned, Recv returns the remaining replies and then
+// io.EOF (or why the last stream ended).
+//
+// It returns nil when every stream ended cleanly or with a normal closure,
+// else the current stream's error, or the first error that ended an older
+// one; ctx's error if ctx ends first; [ErrMessageInProgress] inside a
+// message begun with SendPart; the session's error after Close.
+func (rs *RotatingSession) Finish(ctx context.Context, quiet time.Duration) error {
+	g, err := rs.endInput(ctx)
+	if err != nil {
+		return err
+	}
+	err = g.sess.Finish(ctx, quiet)
+	if rs.ctx.Err() != nil {
+		return rs.closedErr()
+	}
+	if errors.Is(err, ErrSessionClosed) {
+		// Recv took the stream's end and released it: its verdict is
+		// why it ended.
+		err = finishError(context.Cause(g.sess.Context()))
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	// Older streams still finishing precede g in the chain from the one
+	// Recv reads; wait for each.
+	for _, old := range rs.finishing(g) {
+		select {
+		case <-old.sess.Context().Done():
+			if oe := finishError(context.Cause(old.sess.Context())); oe != nil && err == nil {
+				err = oe
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-rs.ctx.Done():
+			return rs.closedErr()
+		}
+	}
+	return err
+}
+
+// Rotate replaces the current stream now, as a planned rotation at
+// Rotation.After does (make-before-break, RotationRequested), for an
+// application that knows a good moment (a pause in the audio, say). It
+// returns once sends go to the successor; if a rotation happened since
+// the call began, that one counts. The successor is due for its own
+// rotation at its age, as any stream. It returns ctx's error if ctx ends
+// first (the rotation may still happen), [ErrSendClosed] after CloseSend
+// or Finish, the terminal error if the stream ended and could not be
+// replaced, and the session's error after Close.
+func (rs *RotatingSession) Rotate(ctx context.Context) error {
+	req := rotateRequest{gen: int(rs.gen.Load()), done: make(chan error, 1)}
+	select {
+	case rs.rotateReq <- req:
+	case <-rs.stopped:
+		return rs.stopErr()
+	case <-rs.ctx.Done():
+		return rs.closedErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-rs.ctx.Done():
+		return rs.closedErr()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A rotateRequest is Rotate's request: rotate the stream of generation
+// gen, and say how it went on done.
+type rotateRequest struct {
+	gen  int
+	done chan error // buffered
+}
