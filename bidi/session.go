@@ -299,7 +299,11 @@ var errCannotReplay = errors.New("bidi: cannot resend the request: more than Rep
 // the response headers and the stream Recv reads, and then watches for
 // the stream's end (watchEnd). It is the session's own goroutine.
 func (s *Session) run(a *attempt) {
-	defer func() { a.cancel() }()
+	defer func() {
+		if a != nil { // nil when nextAttempt failed the session
+			a.cancel()
+		}
+	}()
 	if s.obs != nil {
 		defer func() { s.obs.end(s.endCause()) }()
 	}
