@@ -294,8 +294,24 @@ func TestTruncatedStreams(t *testing.T) {
 		ctx := testCtx(t)
 		sess := open(t, srv.Client(), ctx)
 		sess.Recv(ctx)
-		if _, err := sess.Recv(ctx); err == nil || err == io.EOF {
-			t.Fatalf("Recv after RST_STREAM = %v, want an error", err)
+		_, err := sess.Recv(ctx)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("Recv after RST_STREAM = %v, want an error wrapping io.ErrUnexpectedEOF", err)
+		}
+	})
+	t.Run("reset after a PARTIAL part", func(t *testing.T) {
+		srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+			st.SendPart(bidi.Part{Data: []byte("half")})
+			st.Reset()
+		}))
+		ctx := testCtx(t)
+		sess := open(t, srv.Client(), ctx)
+		_, err := sess.Recv(ctx)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("Recv after RST_STREAM = %v, want an error wrapping io.ErrUnexpectedEOF", err)
+		}
+		if _, err2 := sess.Recv(ctx); !errors.Is(err2, io.ErrUnexpectedEOF) {
+			t.Fatalf("second Recv = %v, want the same error", err2)
 		}
 	})
 	t.Run("Reader", func(t *testing.T) {

@@ -385,12 +385,27 @@ func (s *Session) deliver(it recvItem) (recvItem, error) {
 		return it, nil
 	}
 	err := it.err
-	if err == io.EOF && s.midMessage {
-		err = fmt.Errorf("bidi: stream ended inside a message: %w", io.ErrUnexpectedEOF)
+	if s.midMessage && !errors.Is(err, io.ErrUnexpectedEOF) && !isAPIError(err) {
+		// Cut between the parts of a message: whatever cut it (a clean
+		// end, a reset, a dead connection), the message is incomplete;
+		// the cause stays in the chain. (The model's own error says
+		// why it stopped, and stays as it is.)
+		if err == io.EOF {
+			err = fmt.Errorf("bidi: stream ended inside a message: %w", io.ErrUnexpectedEOF)
+		} else {
+			err = fmt.Errorf("bidi: stream ended inside a message: %w: %w", io.ErrUnexpectedEOF, err)
+		}
 	}
 	s.recvErr = err
 	s.cancel(terminalSendError(it.err))
 	return recvItem{}, err
+}
+
+// isAPIError reports whether err carries a service or model error code
+// (the smithy APIError shape).
+func isAPIError(err error) bool {
+	var api interface{ ErrorCode() string }
+	return errors.As(err, &api)
 }
 
 // decode decodes the next part or the terminal item from what the stream
