@@ -353,8 +353,9 @@ func (cc *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 	}
 	s := cc.streams[f.StreamID]
 	if s == nil {
+		idle := f.StreamID%2 == 0 || f.StreamID >= cc.nextID // nextID is cc.mu's
 		cc.mu.Unlock()
-		if f.StreamID%2 == 0 || f.StreamID >= cc.nextID {
+		if idle {
 			return &ConnError{Code: http2.ErrCodeProtocol, Reason: "WINDOW_UPDATE on a stream never opened"}
 		}
 		return nil
