@@ -11,3 +11,12 @@ func SetOpenHook(f func(*Session)) (restore func()) {
 // ReadAheadRounds returns how many times the session's goroutine was
 // woken to read ahead of Recv.
 func ReadAheadRounds(s *Session) int64 { return s.rx.bgRounds.Load() }
+
+// SetAnsweredHook makes the session's goroutine call f once the model has
+// answered, before the response stream is made readable. It returns a
+// function that removes f. Tests that set it must not run in parallel
+// with others that open sessions.
+func SetAnsweredHook(f func(*Session)) (restore func()) {
+	testHookAnswered.Store(&f)
+	return func() { testHookAnswered.Store(nil) }
+}

@@ -196,7 +196,9 @@ type respSource interface {
 // was copied out, so that an idle session holds none. The receive lock
 // is held.
 func (r *receiver) shrink() {
-	if r.dec != nil {
+	// dec is the run goroutine's until streaming is set (a Recv that
+	// gave up before the answer must not look at it).
+	if r.streaming.Load() {
 		r.part = wire.Part{} // it aliases the decoder's buffer
 		r.dec.Shrink()
 	}

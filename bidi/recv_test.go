@@ -133,3 +133,30 @@ func TestRecvPartReusesSmallBuffer(t *testing.T) {
 		t.Fatal("a large part changed under the next RecvPart")
 	}
 }
+
+// TestRecvGivesUpBeforeAnswer: a Recv that returns before the model
+// answered (the session was closed) does not touch the receive state that
+// the session's goroutine sets up when the answer comes (a data race
+// under -race before).
+func TestRecvGivesUpBeforeAnswer(t *testing.T) {
+	srv := newServer(t, biditest.Echo())
+	ctx := testCtx(t)
+	recvDone := make(chan error, 1)
+	t.Cleanup(bidi.SetAnsweredHook(func(s *bidi.Session) {
+		s.Close()
+		go func() {
+			_, err := s.Recv(ctx)
+			recvDone <- err
+		}()
+	}))
+	// Open may return the session or, if it sees the close first, its
+	// error: either way the hook ran.
+	if sess, err := srv.Client().Open(ctx, &bidi.OpenInput{EndpointName: "my-endpoint"}); err == nil {
+		defer sess.Close()
+	} else if !errors.Is(err, bidi.ErrSessionClosed) {
+		t.Fatalf("Open = %v", err)
+	}
+	if err := <-recvDone; !errors.Is(err, bidi.ErrSessionClosed) {
+		t.Fatalf("Recv = %v, want ErrSessionClosed", err)
+	}
+}

@@ -358,6 +358,9 @@ func (s *Session) run(a *attempt) {
 			src = newPumpSource(resp.Body)
 		}
 		defer src.Close()
+		if h := testHookAnswered.Load(); h != nil {
+			(*h)(s)
+		}
 		s.startReceiving(src)
 		s.resp = responseOf(resp)
 		s.obs.response(resp.StatusCode)
@@ -371,6 +374,10 @@ func (s *Session) run(a *attempt) {
 		return
 	}
 }
+
+// testHookAnswered, if set (by tests), is called by the session's
+// goroutine when the model has answered, before Recv can read the stream.
+var testHookAnswered atomic.Pointer[func(*Session)]
 
 // nextAttempt ends attempt a, waits delay and makes the next attempt; it
 // returns nil after failing the session if the wait or the new attempt
