@@ -147,8 +147,10 @@ func (cc *conn) handshake() error {
 		return err
 	}
 	if head, err := cc.br.Peek(9); err != nil {
-		if isTimeout(err) {
-			return err // silent, not another protocol: dial reports the timeout
+		if isTimeout(err) || isTLSAlert(err) {
+			// Silent, or TLS refused the session (a client certificate
+			// required, say): not another protocol. dial labels it.
+			return err
 		}
 		hint := ""
 		if cc.e.scheme == "http" {
@@ -163,7 +165,7 @@ func (cc *conn) handshake() error {
 	f, err := cc.fr.ReadFrame()
 	cc.guard.n = 0
 	if err != nil {
-		if isTimeout(err) {
+		if isTimeout(err) || isTLSAlert(err) {
 			return err
 		}
 		return fmt.Errorf("%w: %s: reading the server's SETTINGS: %v", ErrNotHTTP2, cc.e.addr, err)
@@ -220,6 +222,13 @@ func (g *frameGuard) Read(p []byte) (int, error) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// isTLSAlert reports whether err is an alert the TLS peer sent (crypto/tls
+// reports one as a *net.OpError with Op "remote error").
+func isTLSAlert(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "remote error"
 }
 
 // start runs the read loop and the writer and arms the health check.
@@ -446,11 +455,25 @@ func (cc *conn) fail(err error) {
 		// peer that does not read.
 		cc.nc.SetWriteDeadline(time.Now().Add(goAwayGrace))
 	} else {
-		cc.nc.Close()
+		cc.closeSocket()
 	}
 	if cc.p != nil {
 		cc.p.remove(cc)
 	}
+}
+
+// closeSocket closes the TCP connection, under TLS without a
+// close_notify: a peer that stopped reading would hold that alert for
+// TLS's 5 s close timeout, behind the writer's blocked write (the alert
+// waits on the cork's lock). Closing the socket unblocks the writer and
+// the read loop at once; a graceful close has said goodbye with GOAWAY.
+// It never blocks, whatever the peer does.
+func (cc *conn) closeSocket() {
+	if cc.cork != nil {
+		cc.cork.Conn.Close()
+		return
+	}
+	cc.nc.Close()
 }
 
 // connError closes the connection after a protocol violation of the

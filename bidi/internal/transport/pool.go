@@ -258,7 +258,7 @@ func (p *pool) dial(delay time.Duration) {
 		// Transport.Close ran during the dial: the connection is not
 		// pooled, and nobody waits for it.
 		p.mu.Unlock()
-		cc.nc.Close()
+		cc.closeSocket()
 		return
 	}
 	if err != nil {

@@ -1,0 +1,116 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// stallConn is a TCP connection whose writes, once stall is set, block
+// until it is closed, ignoring deadlines: a peer that stopped reading,
+// seen from a writer that no deadline would rescue.
+type stallConn struct {
+	net.Conn
+	stall     atomic.Bool
+	stalled   chan struct{} // closed when the first write blocks
+	stallOnce sync.Once
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *stallConn) Write(p []byte) (int, error) {
+	if !c.stall.Load() {
+		return c.Conn.Write(p)
+	}
+	c.stallOnce.Do(func() { close(c.stalled) })
+	<-c.closed
+	return 0, net.ErrClosed
+}
+
+func (c *stallConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// stalledStream opens a stream over TLS whose connection's writer is then
+// blocked in a write to the TCP connection, for good.
+func stalledStream(t *testing.T, cfg Config) (*Transport, *Stream) {
+	t.Helper()
+	srv := newTestServer(t, serverOpts{TLS: true}, func(sc *serverConn) {
+		sc.handshake(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
+		sc.writeWindowUpdate(0, 1<<20)
+		h := sc.headers()
+		sc.writeHeaders(h.StreamID, 200, false)
+		sc.drain()
+	})
+	sc := make(chan *stallConn, 1)
+	cfg.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		c := &stallConn{Conn: nc, stalled: make(chan struct{}), closed: make(chan struct{})}
+		sc <- c
+		return c, nil
+	}
+	tr := newTransport(t, cfg)
+	ctx := testCtx(t)
+	body := newBody(64 << 10)
+	st, err := tr.NewStream(ctx, srv.url, nil, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Response(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := <-sc
+	c.stall.Store(true)
+	if err := body.write(ctx, make([]byte, 32<<10)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.stalled:
+	case <-ctx.Done():
+		t.Fatal("the writer never wrote the body")
+	}
+	return tr, st
+}
+
+// TestCloseWithStalledWriter: a connection whose peer stopped reading
+// closes at once, whoever closes it: the writer, blocked in a TCP write,
+// holds the lock TLS's close_notify would wait on (for its 5 s close
+// timeout) and no deadline frees it here. CloseIdleConnections returns
+// and the health check's ErrDeadPeer reaches the stream; the engine's
+// goroutines exit (checked at cleanup).
+func TestCloseWithStalledWriter(t *testing.T) {
+	t.Run("CloseIdleConnections", func(t *testing.T) {
+		t.Parallel()
+		tr, st := stalledStream(t, testConfig(nil))
+		st.Close() // the connection is idle; its writer is still blocked
+		done := make(chan struct{})
+		go func() {
+			tr.CloseIdleConnections()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-testCtx(t).Done():
+			t.Fatal("CloseIdleConnections blocked on a connection whose writer is stalled")
+		}
+	})
+	t.Run("health check", func(t *testing.T) {
+		t.Parallel()
+		cfg := testConfig(nil)
+		cfg.PingInterval, cfg.PingTimeout = 20*time.Millisecond, 20*time.Millisecond
+		_, st := stalledStream(t, cfg)
+		if _, err := readAll(st); !errors.Is(err, ErrDeadPeer) {
+			t.Fatalf("Read = %v, want ErrDeadPeer", err)
+		}
+	})
+}
