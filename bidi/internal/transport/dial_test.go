@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,35 +18,65 @@ import (
 )
 
 // TestSilentPeers: a server that accepts TCP and never sends SETTINGS,
-// and one that never answers the TLS handshake. The dial fails after
-// DialTimeout with a *ConnError matching context.DeadlineExceeded, not
-// ErrNotHTTP2.
+// one that never answers the TLS handshake, and a proxy that never answers
+// CONNECT. The dial fails after DialTimeout with a *ConnError matching
+// context.DeadlineExceeded, not ErrNotHTTP2 (nor a bare i/o timeout).
 func TestSilentPeers(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		tls  bool
+		name  string
+		tls   bool
+		proxy bool
 	}{
-		{"no SETTINGS", false},
-		{"stalled TLS handshake", true},
+		{"no SETTINGS", false, false},
+		{"stalled TLS handshake", true, false},
+		{"stalled proxy", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			srv := newTestServer(t, serverOpts{TLS: tc.tls}, func(sc *serverConn) {
 				io.Copy(io.Discard, sc.raw) // reads, never answers
 			})
 			cfg := testConfig(nil)
 			cfg.DialTimeout = 200 * time.Millisecond
+			target := srv.url
+			if tc.proxy {
+				proxy := &url.URL{Scheme: "http", Host: srv.url.Host}
+				cfg.Proxy = func(*http.Request) (*url.URL, error) { return proxy, nil }
+				target = &url.URL{Scheme: "https", Host: "endpoint.invalid", Path: "/"}
+			}
 			tr := newTransport(t, cfg)
 			start := time.Now()
-			_, err := tr.NewStream(testCtx(t), srv.url, nil, newBody(10))
+			_, err := tr.NewStream(testCtx(t), target, nil, newBody(10))
 			elapsed := time.Since(start)
 			var ce *ConnError
 			if !errors.As(err, &ce) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotHTTP2) {
 				t.Fatalf("NewStream = %v, want a *ConnError matching context.DeadlineExceeded", err)
 			}
-			if elapsed < cfg.DialTimeout || elapsed > cfg.DialTimeout+time.Second {
-				t.Errorf("failed after %v, DialTimeout %v", elapsed, cfg.DialTimeout)
+			if elapsed < cfg.DialTimeout {
+				t.Errorf("failed after %v, before DialTimeout %v", elapsed, cfg.DialTimeout)
 			}
 		})
+	}
+}
+
+// TestTLSAlertAfterHandshake: a server that requires a client certificate
+// the client does not have completes the TLS 1.3 handshake, then sends
+// the certificate-required alert instead of SETTINGS. That is a TLS
+// failure with the alert in the chain, not ErrNotHTTP2.
+func TestTLSAlertAfterHandshake(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, serverOpts{TLS: true, RequireClientCert: true}, func(sc *serverConn) {
+		io.Copy(io.Discard, sc.nc) // the handshake fails on the server's side
+	})
+	tr := newTransport(t, testConfig(nil))
+	_, err := tr.NewStream(testCtx(t), srv.url, nil, newBody(10))
+	var ce *ConnError
+	var oe *net.OpError
+	if !errors.As(err, &ce) || errors.Is(err, ErrNotHTTP2) || !errors.As(err, &oe) || oe.Op != "remote error" {
+		t.Fatalf("NewStream = %v, want a *ConnError wrapping the TLS alert, not ErrNotHTTP2", err)
+	}
+	if !strings.Contains(err.Error(), "certificate required") {
+		t.Errorf("NewStream = %v, want the alert named", err)
 	}
 }
 

@@ -44,6 +44,9 @@ type serverOpts struct {
 	SmallBuffers bool
 	// NextProtos replaces the server's ALPN list (TLS only).
 	NextProtos []string
+	// RequireClientCert makes the TLS server require a client
+	// certificate (TLS only).
+	RequireClientCert bool
 }
 
 // testServer accepts connections on loopback and runs script on each, in
@@ -108,6 +111,10 @@ func (s *testServer) accept() {
 			if s.opts.NextProtos != nil {
 				cfg = cfg.Clone()
 				cfg.NextProtos = s.opts.NextProtos
+			}
+			if s.opts.RequireClientCert {
+				cfg = cfg.Clone()
+				cfg.ClientAuth = tls.RequireAnyClientCert
 			}
 			nc = tls.Server(raw, cfg)
 		}
