@@ -20,3 +20,10 @@ func SetAnsweredHook(f func(*Session)) (restore func()) {
 	testHookAnswered.Store(&f)
 	return func() { testHookAnswered.Store(nil) }
 }
+
+// StalledByUnreadReplies reports whether the session's request is held
+// back by flow control while response bytes wait unread.
+func StalledByUnreadReplies(s *Session) bool {
+	st := s.stream.Load()
+	return st != nil && st.Buffered() > 0 && st.SendBlocked()
+}

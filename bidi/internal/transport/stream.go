@@ -217,6 +217,24 @@ func (s *Stream) Discard(n int) {
 // when SetNotify is called.
 func (s *Stream) SetNotify(f func()) { s.notifyFn.Store(&f) }
 
+// Buffered returns how many response bytes the stream holds that no
+// read has taken yet.
+func (s *Stream) Buffered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rbuf.len()
+}
+
+// SendBlocked reports whether the request body cannot move for want of
+// flow-control window: the peer has not granted more, on the stream or
+// on the connection, and the stream is still sending.
+func (s *Stream) SendBlocked() bool {
+	cc := s.cc
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return !s.localDone && s.headersSent && (s.sendWindow <= 0 || cc.sendWindow <= 0)
+}
+
 // consumedLocked records n bytes read and returns the window increment to
 // send, if the unacknowledged bytes reached a quarter of the window.
 // s.mu is held.
