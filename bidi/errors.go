@@ -39,6 +39,12 @@ var (
 	// ErrNoCredentials reports that no credentials provider is configured.
 	ErrNoCredentials = errors.New("bidi: no credentials configured")
 
+	// ErrExpiredCredentials is matched by the error of Open when the
+	// credentials provider returned credentials that had already expired
+	// (CanExpire set, Expires before the client's clock): the service
+	// refuses them, so nothing is sent.
+	ErrExpiredCredentials = errors.New("bidi: credentials expired")
+
 	// ErrNoRegion reports that no region is configured. Requests are
 	// signed for a region, so one is needed even with a custom endpoint.
 	ErrNoRegion = errors.New("bidi: no region configured (set Options.Region, AWS_REGION or the profile's region)")

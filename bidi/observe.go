@@ -259,7 +259,7 @@ func endReason(err error) string {
 		return EndSendAborted
 	case errors.As(err, &mse), errors.As(err, &isf), errors.As(err, &se):
 		return EndStreamError
-	case errors.Is(err, ErrNoCredentials), errors.Is(err, ErrMalformedResponse):
+	case errors.Is(err, ErrNoCredentials), errors.Is(err, ErrExpiredCredentials), errors.Is(err, ErrMalformedResponse):
 		return EndClientFailed
 	}
 	return EndConnection

@@ -255,7 +255,7 @@ type attempt struct {
 // newAttempt retrieves credentials, signs a new request whose body is
 // attached to the session's pipe and returns it, ready to send.
 func (s *Session) newAttempt(n int) (*attempt, error) {
-	creds, err := retrieveCredentials(s.ctx, s.opts.Credentials)
+	creds, err := retrieveCredentials(s.ctx, s.opts.Credentials, s.c.now())
 	if err != nil {
 		return nil, err
 	}
