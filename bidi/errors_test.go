@@ -236,7 +236,7 @@ func TestResponseError(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := newResponse(tc.status, tc.header, tc.body)
-			err := responseError(resp)
+			err := responseError(resp.StatusCode, resp.Header, resp.Body)
 			if !body.closed {
 				t.Error("body not closed")
 			}
@@ -309,7 +309,7 @@ func checkHeader(t *testing.T, re *ResponseError, k, v string) {
 func TestResponseErrorBoundedBody(t *testing.T) {
 	big := `{"message":"` + strings.Repeat("x", 200<<10) + `"}`
 	resp, body := newResponse(500, nil, big)
-	err := responseError(resp)
+	err := responseError(resp.StatusCode, resp.Header, resp.Body)
 	if body.read > maxErrorBody {
 		t.Errorf("read %d bytes, want at most %d", body.read, maxErrorBody)
 	}
@@ -326,7 +326,7 @@ func TestResponseErrorBoundedBody(t *testing.T) {
 }
 
 func TestResponseErrorNilBody(t *testing.T) {
-	err := responseError(&http.Response{StatusCode: 503, Header: http.Header{"X-Amzn-Errortype": {"ServiceUnavailableError"}}})
+	err := responseError(503, http.Header{"X-Amzn-Errortype": {"ServiceUnavailableError"}}, nil)
 	var su *ServiceUnavailableError
 	if !errors.As(err, &su) {
 		t.Fatalf("got %v", err)

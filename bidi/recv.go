@@ -106,10 +106,12 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 // buffer (which an idle session keeps); a larger one is a copy of its own.
 const partBufMax = 4 << 10
 
-// partData returns the item's data for RecvPart: owned data as it is, a
-// small part in s.partBuf, a larger one copied. The receive lock is held.
+// partData returns the item's data for RecvPart: a small part in
+// s.partBuf (also one the session read ahead, so that where a part ends
+// up does not depend on when it arrived), a larger one owned. The receive
+// lock is held.
 func (s *Session) partData(it recvItem) []byte {
-	if it.owned || len(it.data) == 0 || len(it.data) > partBufMax {
+	if len(it.data) == 0 || len(it.data) > partBufMax {
 		return it.ownData()
 	}
 	n := len(it.data)
@@ -177,7 +179,7 @@ type receiver struct {
 
 // respSource is the response body as the receiver reads it: without
 // waiting, with a notification when to try again. The engine's
-// *transport.Stream is one; pumpSource adapts net/http's bodies.
+// *transport.Stream is the one there is.
 type respSource interface {
 	// ReadNow copies ready bytes into p without blocking. It returns 0,
 	// nil when nothing is ready, io.EOF after the last byte and the
@@ -610,15 +612,6 @@ func classifyTransportError(err error) error {
 		return fmt.Errorf("%w: %s", ErrDeadPeer, strings.TrimPrefix(err.Error(), transport.ErrDeadPeer.Error()+": "))
 	case errors.Is(err, transport.ErrNotHTTP2):
 		return fmt.Errorf("%w: %s", ErrNotHTTP2, strings.TrimPrefix(err.Error(), transport.ErrNotHTTP2.Error()+": "))
-	}
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "client connection lost"):
-		// net/http's HTTP/2 transport closes a connection whose PING
-		// went unanswered with this error.
-		return fmt.Errorf("%w: %w", ErrDeadPeer, err)
-	case strings.Contains(msg, "no application protocol"), strings.Contains(msg, "unexpected ALPN protocol"):
-		return fmt.Errorf("%w: %w", ErrNotHTTP2, err)
 	}
 	return fmt.Errorf("bidi: stream failed: %w", err)
 }

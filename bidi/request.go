@@ -3,7 +3,6 @@ package bidi
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -97,8 +96,8 @@ func retrieveFrom(ctx context.Context, provider aws.CredentialsProvider) (aws.Cr
 // newRequest builds the signed POST that opens a stream (docs/wire.md §3) and
 // returns it with the seed of the event signature chain: the request's own
 // signature.
-func (c *Client) newRequest(ctx context.Context, u *url.URL, in *OpenInput, creds aws.Credentials, body io.ReadCloser, now time.Time) (*http.Request, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), body)
+func (c *Client) newRequest(ctx context.Context, u *url.URL, in *OpenInput, creds aws.Credentials, now time.Time) (*http.Request, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", requestConstructionMessage, err)
 	}

@@ -116,8 +116,8 @@ type Session struct {
 	midMessage bool         // the last part delivered was PARTIAL
 	maxMessage int
 
-	// stream is the current attempt's engine stream (nil before it, and
-	// with Options.HTTPClient), reset by Close.
+	// stream is the current attempt's engine stream (nil before it),
+	// reset by Close.
 	stream atomic.Pointer[transport.Stream]
 
 	// obs traces and measures the session (nil when unobserved); its
@@ -158,7 +158,7 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 	}
 	s.state.init()
 	s.ctx, s.cancel = context.WithCancelCause(parent)
-	s.pipe.init(c.options.ReplayLimit, s.ctx.Done())
+	s.pipe.init(c.options.ReplayLimit)
 	return s
 }
 
@@ -260,39 +260,25 @@ func (s *Session) newAttempt(n int) (*attempt, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
-	body := newReqBody(&s.pipe, nil)
-	req, seed, err := s.c.newRequest(ctx, s.url, &s.input, creds, body, s.c.now())
+	req, seed, err := s.c.newRequest(ctx, s.url, &s.input, creds, s.c.now())
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	newSigner := func() *eventstream.Signer {
-		return eventstream.NewSigner(creds, s.opts.Region, signingName, seed, func(o *eventstream.SignerOptions) {
-			o.Now = s.c.now
-		})
-	}
-	body.signer = newSigner()
+	body := newReqBody(&s.pipe, eventstream.NewSigner(creds, s.opts.Region, signingName, seed, func(o *eventstream.SignerOptions) {
+		o.Now = s.c.now
+	}))
+	// The body starts with the first queued part: a retried attempt
+	// sends everything sent so far again, on its own chain.
 	if err := s.pipe.attach(body); err != nil {
 		cancel()
 		return nil, err
 	}
-	// The transport asks for the body again when it retries the request
-	// on another connection, which it does only for a stream the server
-	// refused or never saw (REFUSED_STREAM, GOAWAY, a connection that
-	// broke before the stream started). The new body sends everything
-	// sent so far again, on a chain restarted from the same seed.
-	req.GetBody = func() (io.ReadCloser, error) {
-		b := newReqBody(&s.pipe, newSigner())
-		if err := s.pipe.attach(b); err != nil {
-			return nil, err
-		}
-		return b, nil
-	}
 	return &attempt{n: n, req: req, body: body, cancel: cancel}, nil
 }
 
-// errCannotReplay is returned to the transport when it wants to resend a
-// request whose body is no longer fully recorded.
+// errCannotReplay is the error of an attempt that cannot be made because
+// what earlier attempts sent is no longer fully recorded.
 var errCannotReplay = errors.New("bidi: cannot resend the request: more than ReplayLimit bytes were sent")
 
 // run sends the request, retries the open on transient errors, publishes
@@ -309,7 +295,7 @@ func (s *Session) run(a *attempt) {
 	}
 	for {
 		s.obs.attempt()
-		resp, err := s.roundTrip(a)
+		st, resp, err := s.roundTrip(a)
 		if err != nil {
 			if !s.retryRefused(err) {
 				s.fail(s.refusalError(s.transportError(err)))
@@ -321,13 +307,8 @@ func (s *Session) run(a *attempt) {
 			}
 			continue
 		}
-		if resp.ProtoMajor != 2 {
-			resp.Body.Close()
-			s.fail(fmt.Errorf("%w (response protocol %s)", ErrNotHTTP2, resp.Proto))
-			return
-		}
 		if resp.StatusCode/100 != 2 {
-			err := responseError(resp)
+			err := responseError(resp.StatusCode, resp.Header, st)
 			s.pipe.detach() // this attempt's body takes no more parts
 			delay, ok := s.retry(a, err)
 			if !ok {
@@ -344,7 +325,7 @@ func (s *Session) run(a *attempt) {
 			// A 200 that is not an event stream (a proxy's page, a
 			// misrouted request) is not the model's answer, even when
 			// its body is empty.
-			resp.Body.Close()
+			st.Close()
 			s.fail(fmt.Errorf("%w: HTTP %d with Content-Type %q, want %q", ErrMalformedResponse, resp.StatusCode, cleanText(resp.Header.Get("Content-Type")), contentTypeEventStream))
 			return
 		}
@@ -353,16 +334,12 @@ func (s *Session) run(a *attempt) {
 		}
 		// The model has answered: never retry from here on.
 		s.pipe.stopReplay()
-		src, ok := resp.Body.(respSource)
-		if !ok {
-			src = newPumpSource(resp.Body)
-		}
-		defer src.Close()
+		defer st.Close()
 		if h := testHookAnswered.Load(); h != nil {
 			(*h)(s)
 		}
-		s.startReceiving(src)
-		s.resp = responseOf(resp)
+		s.startReceiving(st)
+		s.resp = responseOf(resp.StatusCode, resp.Header)
 		s.obs.response(resp.StatusCode)
 		s.state.advance(phaseStreaming)
 		close(s.respReady)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -160,19 +159,14 @@ func TestOpenReturnsBeforeResponse(t *testing.T) {
 	drainEOF(t, sess)
 }
 
-// failingTransport fails the test if a request is ever sent.
-type failingTransport struct{ used atomic.Bool }
-
-func (f *failingTransport) RoundTrip(*http.Request) (*http.Response, error) {
-	f.used.Store(true)
-	return nil, errors.New("unexpected request")
-}
-
 func TestOpenValidatesBeforeIO(t *testing.T) {
-	ft := &failingTransport{}
+	var dials atomic.Int32
 	creds := &countingProvider{}
 	c := bidi.NewFromConfig(aws.Config{Region: "us-west-2", Credentials: creds}, func(o *bidi.Options) {
-		o.HTTPClient = &http.Client{Transport: ft}
+		o.DialContext = func(context.Context, string, string) (net.Conn, error) {
+			dials.Add(1)
+			return nil, errors.New("unexpected dial")
+		}
 	})
 	ctx := testCtx(t)
 	cases := []struct {
@@ -194,8 +188,8 @@ func TestOpenValidatesBeforeIO(t *testing.T) {
 			t.Errorf("Open(%+v) = %v, %v; want *InputValidationError for %s", tc.in, sess, err, tc.field)
 		}
 	}
-	if ft.used.Load() {
-		t.Error("a request was sent for invalid input")
+	if dials.Load() != 0 {
+		t.Error("a connection was dialed for invalid input")
 	}
 	if creds.calls.Load() != 0 {
 		t.Error("credentials were retrieved for invalid input")
