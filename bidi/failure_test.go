@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go"
+	"golang.org/x/net/http2"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
@@ -216,12 +217,12 @@ func TestMidStreamErrors(t *testing.T) {
 			}},
 		{"unmodeled exception", func(st *biditest.Stream) { st.SendException("NewException", []byte(`{"Message":"new"}`)) },
 			func(err error) bool {
-				var e *bidi.StreamError
+				var e *bidi.ExceptionError
 				return errors.As(err, &e) && e.Code == "NewException" && e.Message == "new"
 			}},
 		{"error message", func(st *biditest.Stream) { st.SendError("ThrottlingException", "too fast") },
 			func(err error) bool {
-				var e *bidi.StreamError
+				var e *bidi.ExceptionError
 				return errors.As(err, &e) && e.Code == "ThrottlingException" && e.Message == "too fast"
 			}},
 		{"missing message type", func(st *biditest.Stream) { st.SendMessage(&eventstream.Message{Payload: []byte("?")}) },
@@ -309,6 +310,11 @@ func TestTruncatedStreams(t *testing.T) {
 		_, err := sess.Recv(ctx)
 		if !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("Recv after RST_STREAM = %v, want an error wrapping io.ErrUnexpectedEOF", err)
+		}
+		// The reset's code stays reachable.
+		var h2 *bidi.HTTP2Error
+		if !errors.As(err, &h2) || h2.Code != http2.ErrCodeInternal || !h2.Remote || h2.GoAway {
+			t.Fatalf("Recv after RST_STREAM = %v, want an *HTTP2Error with the server's INTERNAL_ERROR", err)
 		}
 		if _, err2 := sess.Recv(ctx); !errors.Is(err2, io.ErrUnexpectedEOF) {
 			t.Fatalf("second Recv = %v, want the same error", err2)

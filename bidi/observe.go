@@ -242,7 +242,7 @@ func endReason(err error) string {
 		sie *SendInterruptedError
 		mse *ModelStreamError
 		isf *InternalStreamFailure
-		se  *StreamError
+		se  *ExceptionError
 	)
 	switch {
 	case err == nil, err == io.EOF, errors.Is(err, ErrStreamEnded), IsNormalClosure(err):

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync/atomic"
 
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
@@ -40,9 +38,10 @@ type recvItem struct {
 // It returns io.EOF only when the service ended the stream cleanly between
 // messages. A stream cut off inside a message or a frame yields an error
 // wrapping io.ErrUnexpectedEOF; a mid-stream exception its typed error
-// ([*ModelStreamError], [*InternalStreamFailure], or [*StreamError] for
-// unmodeled ones); an HTTP error response its [*ResponseError]; a dead
-// connection an error matching [ErrDeadPeer]. These are terminal: later
+// ([*ModelStreamError], [*InternalStreamFailure], or [*ExceptionError] for
+// unmodeled ones); an HTTP error response its [*ResponseError]; a reset
+// stream or a GOAWAY an error holding an [*HTTP2Error] with its code; a
+// dead connection an error matching [ErrDeadPeer]. These are terminal: later
 // calls return the same error. A message larger than
 // Options.MaxMessageSize is discarded and reported as a
 // [*MessageTooLargeError]; that is not terminal, and the next call returns
@@ -601,17 +600,19 @@ func (s *Session) decodeError(err error) error {
 	return classifyTransportError(err)
 }
 
-// classifyTransportError wraps transport errors the caller may want to
-// tell apart: a connection that failed its health check (ErrDeadPeer).
+// classifyTransportError puts an engine error in the session's terms,
+// keeping its whole chain: ErrNotHTTP2 and ErrDeadPeer are the engine's
+// own sentinels; an HTTP/2 error code is an *HTTP2Error in front; others
+// are "stream failed".
 func classifyTransportError(err error) error {
 	if err == nil {
 		return nil
 	}
-	switch {
-	case errors.Is(err, transport.ErrDeadPeer):
-		return fmt.Errorf("%w: %s", ErrDeadPeer, strings.TrimPrefix(err.Error(), transport.ErrDeadPeer.Error()+": "))
-	case errors.Is(err, transport.ErrNotHTTP2):
-		return fmt.Errorf("%w: %s", ErrNotHTTP2, strings.TrimPrefix(err.Error(), transport.ErrNotHTTP2.Error()+": "))
+	if errors.Is(err, ErrNotHTTP2) {
+		return err // the engine's sentinel is bidi's, and it says it all
+	}
+	if h := http2ErrorOf(err); h != err {
+		return h
 	}
 	return fmt.Errorf("bidi: stream failed: %w", err)
 }
