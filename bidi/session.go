@@ -69,6 +69,12 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // or an error wrapping io.ErrUnexpectedEOF or matching [ErrDeadPeer]; Recv
 // returns io.EOF only when the service ended the stream cleanly.
 type Session struct {
+	// Lock order: sendLock before pipe.mu, pipe.mu before the engine's
+	// connection lock (a body's ready callback); recvLock before the
+	// engine stream's lock (ReadNow, Peek); state.mu is innermost. No
+	// callback of the engine runs under an engine lock (see the
+	// transport's doc.go). docs/design.md draws the whole picture.
+
 	// Set by newSession, read-only after.
 	c     *Client
 	opts  *Options

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -113,4 +114,72 @@ func TestCloseWithStalledWriter(t *testing.T) {
 			t.Fatalf("Read = %v, want ErrDeadPeer", err)
 		}
 	})
+}
+
+// TestNotifyTakesLock: a stream's notify callback runs with no lock of
+// the engine held, so one that takes a lock of the caller's cannot
+// deadlock the connection against a caller that holds that lock while it
+// calls into the stream. Here the connection fails (the server leaves)
+// while the caller holds its lock; the callback waits for that lock while
+// the caller closes the stream, which takes the connection's lock.
+func TestNotifyTakesLock(t *testing.T) {
+	t.Parallel()
+	leave := make(chan struct{})
+	srv := newTestServer(t, serverOpts{}, func(sc *serverConn) {
+		sc.handshake()
+		h := sc.headers()
+		sc.writeHeaders(h.StreamID, 200, false)
+		<-leave
+		sc.raw.Close()
+	})
+	tr := newTransport(t, testConfig(nil))
+	ctx := testCtx(t)
+	st, err := tr.NewStream(ctx, srv.url, nil, newBody(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Response(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex // the caller's lock
+		armed   atomic.Bool
+		calls   atomic.Int32
+		entered = make(chan struct{})
+	)
+	st.SetNotify(func() {
+		// The first notification after the server left (on the read
+		// loop) takes the caller's lock; later ones (Close's own, on the
+		// caller's goroutine) do not.
+		if !armed.Load() || calls.Add(1) > 1 {
+			return
+		}
+		close(entered)
+		mu.Lock()
+		mu.Unlock()
+	})
+	mu.Lock()
+	armed.Store(true)
+	close(leave)
+	select {
+	case <-entered: // the callback waits for mu
+	case <-ctx.Done():
+		mu.Unlock()
+		t.Fatal("no notification after the connection failed")
+	}
+	closed := make(chan struct{})
+	go func() {
+		st.Close() // takes the connection's lock
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		mu.Unlock() // ends the deadlock, so that the test can end
+		t.Fatal("Close deadlocked against a notify callback waiting for the caller's lock")
+	}
+	mu.Unlock()
+	if _, err := readAll(st); err == nil || err == io.EOF {
+		t.Fatalf("Read = %v, want the connection's failure", err)
+	}
 }

@@ -23,6 +23,10 @@ import (
 // (writeLoop) owns the framer's write side, the buffered writer and the
 // HPACK encoder. Everything shared is guarded by mu, except what a
 // Stream guards itself.
+//
+// Lock order (doc.go): pool.mu and a Body's lock before mu; mu is never
+// held with a Stream's mu, nor while a body or a notify callback runs
+// (see unlock).
 type conn struct {
 	t     *Transport
 	p     *pool // set once by the pool before the conn is shared
@@ -67,6 +71,7 @@ type conn struct {
 	goingAway      bool
 	goAwayLastID   uint32
 	goAwayErr      *ConnError // the peer's GOAWAY: the error of streams it cuts off
+	toClose        []Body     // bodies to close once cc.mu is released (see unlock)
 	sendGoAway     bool       // a connection error: the writer sends GOAWAY(goAwayCode), then closes
 	goAwayCode     http2.ErrCode
 	processed      bool // some stream got a response head
@@ -379,11 +384,12 @@ func (cc *conn) resetStream(s *Stream, code http2.ErrCode) {
 	}
 	s.localDone, s.remoteDone = true, true
 	cc.removeLocked(s)
-	cc.mu.Unlock()
+	cc.unlock()
 	cc.p.changed()
 }
 
-// removeLocked drops s from the conn and frees its slot. cc.mu is held.
+// removeLocked drops s from the conn and frees its slot; its body is
+// closed by cc.unlock. cc.mu is held.
 func (cc *conn) removeLocked(s *Stream) {
 	if s.removed {
 		return
@@ -391,11 +397,28 @@ func (cc *conn) removeLocked(s *Stream) {
 	s.removed = true
 	delete(cc.streams, s.id)
 	cc.slots--
+	cc.closeBodyLocked(s)
+	cc.slotFreedLocked()
+}
+
+// closeBodyLocked has cc.unlock close s's body, once. cc.mu is held.
+func (cc *conn) closeBodyLocked(s *Stream) {
 	if !s.bodyClosed {
 		s.bodyClosed = true
-		go s.body.Close()
+		cc.toClose = append(cc.toClose, s.body)
 	}
-	cc.slotFreedLocked()
+}
+
+// unlock releases cc.mu, then closes the bodies that streams left under
+// it: a body's Close may take the body's own lock, which comes before
+// cc.mu (see the lock order in doc.go).
+func (cc *conn) unlock() {
+	bodies := cc.toClose
+	cc.toClose = nil
+	cc.mu.Unlock()
+	for _, b := range bodies {
+		b.Close()
+	}
 }
 
 // endedLocally records that the writer sent END_STREAM on s.
@@ -406,11 +429,10 @@ func (cc *conn) endedLocally(s *Stream) {
 	if s.remoteDone {
 		cc.removeLocked(s)
 		removed = true
-	} else if !s.bodyClosed {
-		s.bodyClosed = true
-		go s.body.Close()
+	} else {
+		cc.closeBodyLocked(s)
 	}
-	cc.mu.Unlock()
+	cc.unlock()
 	if removed {
 		cc.p.changed()
 	}
@@ -428,18 +450,17 @@ func (cc *conn) fail(err error) {
 	cc.err = err
 	close(cc.done)
 	streams := make([]*Stream, 0, len(cc.streams))
+	errs := make([]error, 0, len(cc.streams))
 	for _, s := range cc.streams {
-		streams = append(streams, s)
+		s.localDone, s.remoteDone = true, true
+		serr := err
+		if !s.headersSent {
+			serr = &refusedError{reason: "connection closed before the stream started: " + err.Error()}
+		}
+		streams, errs = append(streams, s), append(errs, serr)
 	}
 	for _, s := range streams {
-		s.localDone, s.remoteDone = true, true
-		sent := s.headersSent
 		cc.removeLocked(s)
-		if !sent {
-			s.fail(&refusedError{reason: "connection closed before the stream started: " + err.Error()})
-		} else {
-			s.fail(err)
-		}
 	}
 	if cc.idleTimer != nil {
 		cc.idleTimer.Stop()
@@ -448,7 +469,12 @@ func (cc *conn) fail(err error) {
 		cc.pingTimer.Stop()
 	}
 	goAway := cc.sendGoAway
-	cc.mu.Unlock()
+	cc.unlock()
+	// The streams fail, and their notify callbacks run, with no lock of
+	// the engine held.
+	for i, s := range streams {
+		s.fail(errs[i])
+	}
 	if goAway {
 		// The writer sends the GOAWAY and closes the socket as it exits
 		// (it sees done); the deadline bounds its last writes against a

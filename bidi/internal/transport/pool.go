@@ -118,6 +118,8 @@ func (t *Transport) Close() {
 }
 
 // pool is the set of connections to one endpoint.
+//
+// Lock order: Transport.mu, then pool.mu, then conn.mu (doc.go).
 type pool struct {
 	t *Transport
 	e endpoint

@@ -262,7 +262,7 @@ func (cc *conn) endedRemotely(s *Stream) {
 		cc.wakeWriter()
 	}
 	cc.removeLocked(s)
-	cc.mu.Unlock()
+	cc.unlock()
 	cc.p.changed()
 }
 
@@ -278,7 +278,7 @@ func (cc *conn) streamError(id uint32, code http2.ErrCode, cause error) {
 	cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlReset, s: s, id: id, n: uint32(code)})
 	cc.wakeWriter()
 	cc.removeLocked(s)
-	cc.mu.Unlock()
+	cc.unlock()
 	s.fail(&StreamError{StreamID: id, Code: code, Cause: cause})
 	cc.p.changed()
 }
@@ -296,7 +296,7 @@ func (cc *conn) onReset(f *http2.RSTStreamFrame) error {
 	}
 	s.localDone, s.remoteDone = true, true
 	cc.removeLocked(s)
-	cc.mu.Unlock()
+	cc.unlock()
 	s.fail(&StreamError{StreamID: f.StreamID, Code: f.ErrCode, Remote: true})
 	cc.p.changed()
 	return nil
@@ -325,7 +325,7 @@ func (cc *conn) onGoAway(f *http2.GoAwayFrame) {
 		cc.removeLocked(s)
 	}
 	cc.slotFreedLocked()
-	cc.mu.Unlock()
+	cc.unlock()
 	for _, s := range refused {
 		s.fail(&refusedError{reason: fmt.Sprintf("GOAWAY (%v) before the server processed the stream", f.ErrCode)})
 	}
