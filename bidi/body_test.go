@@ -249,8 +249,8 @@ func TestBackoff(t *testing.T) {
 			ceil = time.Second
 		}
 		for range 50 {
-			if d := backoff(n, time.Second); d < 0 || d > ceil {
-				t.Fatalf("backoff(%d) = %v, want within [0, %v]", n, d, ceil)
+			if d := retryBackoff(n, time.Second); d < 0 || d > ceil {
+				t.Fatalf("retryBackoff(%d) = %v, want within [0, %v]", n, d, ceil)
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/backoff"
 )
 
 // ErrStreamEnded is returned (possibly wrapped) by Send once the service
@@ -308,7 +309,7 @@ func (s *Session) run(a *attempt) {
 				return
 			}
 			s.pipe.detach()
-			if a = s.nextAttempt(a, backoff(s.refusals, s.opts.RetryMaxBackoff)); a == nil {
+			if a = s.nextAttempt(a, retryBackoff(s.refusals, s.opts.RetryMaxBackoff)); a == nil {
 				return
 			}
 			continue
@@ -367,7 +368,7 @@ var testHookAnswered atomic.Pointer[func(*Session)]
 // failed.
 func (s *Session) nextAttempt(a *attempt, delay time.Duration) *attempt {
 	a.cancel()
-	if !sleepCtx(s.ctx, delay) {
+	if !backoff.Sleep(s.ctx, delay) {
 		s.fail(s.sessionErr())
 		return nil
 	}
