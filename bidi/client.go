@@ -125,7 +125,7 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 	s.obs = c.obs.startSession(ctx, in.EndpointName)
 	a, err := s.newAttempt(1)
 	if err != nil {
-		s.end(err, phaseClosed, endDefinite)
+		s.end(err, endSession, endDefinite)
 		s.obs.end(err)
 		return nil, err
 	}

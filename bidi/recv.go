@@ -487,7 +487,7 @@ func partShape(p *wire.Part) string {
 // meanwhile, that cause stands.
 func (s *Session) streamEnded(err error) recvItem {
 	if s.ctx.Err() == nil {
-		s.end(terminalSendError(err), phaseEnded, endDefinite)
+		s.end(terminalSendError(err), endSendSide, endDefinite)
 		if s.c.logOn {
 			s.logf(logging.Debug, "bidi: response stream of endpoint %q ended: %s", s.input.EndpointName, errorCode(err))
 		}
@@ -566,7 +566,7 @@ func (s *Session) readAheadLocked(final bool) {
 		r.aheadBytes += it.size
 	}
 	if final {
-		s.end(fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded), phaseEnded, endProvisional)
+		s.end(fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded), endSendSide, endProvisional)
 	}
 }
 

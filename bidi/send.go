@@ -299,7 +299,7 @@ func (s *Session) interrupted(err error, midMessage bool) error {
 	ie := &SendInterruptedError{Err: err}
 	// Atomic with the reader recording why the stream ended: if it did
 	// first, that reason stands and the session is left alone.
-	if !s.end(ie, phaseClosed, endIfOpen) {
+	if !s.end(ie, endSession, endIfOpen) {
 		return s.sendCause()
 	}
 	return ie

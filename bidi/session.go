@@ -84,12 +84,12 @@ type Session struct {
 
 	// ctx is the session's lifetime, derived from Open's context; every
 	// HTTP attempt's context derives from it. It is cancelled, with the
-	// terminal error as cause, when the session reaches phaseClosed, and
+	// terminal error as cause, when the session ends (end with endSession), and
 	// with ErrStreamEnded once a clean end was delivered to the queue.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// state is the phase and the one terminal-error slot (see end).
+	// state is the one terminal-error slot (see end).
 	state sessionState
 
 	// Send side. sendLock guards the fields below it, except pipe, which
@@ -217,7 +217,7 @@ func (s *Session) Close() error {
 			s.logf(logging.Debug, "bidi: closing session with endpoint %q", s.input.EndpointName)
 		}
 	}
-	s.end(ErrSessionClosed, phaseClosed, endDefinite)
+	s.end(ErrSessionClosed, endSession, endDefinite)
 	if st := s.stream.Load(); st != nil {
 		st.Close() // now, not when the context's watchers run
 	}
@@ -348,7 +348,6 @@ func (s *Session) run(a *attempt) {
 		s.startReceiving(st)
 		s.resp = responseOf(resp.StatusCode, resp.Header)
 		s.obs.response(resp.StatusCode)
-		s.state.advance(phaseStreaming)
 		close(s.respReady)
 		s.rx.streaming.Store(true)
 		if s.c.logOn {
@@ -474,7 +473,7 @@ func (s *Session) fail(err error) {
 	if s.ctx.Err() != nil {
 		err = s.sessionErr()
 	}
-	s.end(err, phaseClosed, endDefinite)
+	s.end(err, endSession, endDefinite)
 	close(s.respReady)
 	s.logf(logging.Debug, "bidi: session with endpoint %q failed before the model answered: %s", s.input.EndpointName, errorCode(err))
 }
