@@ -143,9 +143,11 @@ func TestNotifyTakesLock(t *testing.T) {
 	}
 	var (
 		mu      sync.Mutex // the caller's lock
+		waited  int        // guarded by mu: the callback got the lock
 		armed   atomic.Bool
 		calls   atomic.Int32
 		entered = make(chan struct{})
+		left    = make(chan struct{}) // the callback returned
 	)
 	st.SetNotify(func() {
 		// The first notification after the server left (on the read
@@ -156,7 +158,9 @@ func TestNotifyTakesLock(t *testing.T) {
 		}
 		close(entered)
 		mu.Lock()
+		waited++
 		mu.Unlock()
+		close(left)
 	})
 	mu.Lock()
 	armed.Store(true)
@@ -181,5 +185,11 @@ func TestNotifyTakesLock(t *testing.T) {
 	mu.Unlock()
 	if _, err := readAll(st); err == nil || err == io.EOF {
 		t.Fatalf("Read = %v, want the connection's failure", err)
+	}
+	<-left
+	mu.Lock()
+	defer mu.Unlock()
+	if waited != 1 {
+		t.Fatalf("the callback took the caller's lock %d times, want 1", waited)
 	}
 }
