@@ -21,6 +21,13 @@ func SetAnsweredHook(f func(*Session)) (restore func()) {
 	return func() { testHookAnswered.Store(nil) }
 }
 
+// FlowBlocked reports whether the session's request is held back by
+// HTTP/2 flow control: the server has taken all the window it gave.
+func FlowBlocked(s *Session) bool {
+	st := s.stream.Load()
+	return st != nil && st.SendBlocked()
+}
+
 // StalledByUnreadReplies reports whether the session's request is held
 // back by flow control while response bytes wait unread.
 func StalledByUnreadReplies(s *Session) bool {
