@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
@@ -159,7 +160,7 @@ func (s *Session) lockRecv(ctx context.Context) error {
 // or a model error on it, reaches Send without waiting for Recv. Beyond
 // that, HTTP/2 flow control holds the service back.
 type receiver struct {
-	src  respSource
+	src  *transport.Stream
 	dec  *eventstream.Decoder
 	part wire.Part
 
@@ -176,23 +177,6 @@ type receiver struct {
 	bgRounds  atomic.Int64  // times the session goroutine was woken to read ahead (for tests)
 }
 
-// respSource is the response body as the receiver reads it: without
-// waiting, with a notification when to try again. The engine's
-// *transport.Stream is the one there is.
-type respSource interface {
-	// ReadNow copies ready bytes into p without blocking. It returns 0,
-	// nil when nothing is ready, io.EOF after the last byte and the
-	// stream's error once it failed.
-	ReadNow(p []byte) (int, error)
-	// SetNotify makes the source call f, which must not block, when
-	// ReadNow may have more to return.
-	SetNotify(f func())
-	// Done is closed when the stream is over (ended or failed): every
-	// byte it will ever return is buffered.
-	Done() <-chan struct{}
-	Close() error
-}
-
 // shrink lets the decoder give a large buffer back once what it decoded
 // was copied out, so that an idle session holds none. The receive lock
 // is held.
@@ -205,54 +189,33 @@ func (r *receiver) shrink() {
 	}
 }
 
-// nonBlocking is the decoder's view of a respSource: nothing ready is
-// eventstream.ErrWouldBlock.
-type nonBlocking struct{ src respSource }
+// streamReader is the decoder's view of the engine's response stream:
+// an eventstream.Peeker that lends the stream's buffered bytes (a message
+// that arrived whole is decoded in place) and says "nothing ready" as
+// eventstream.ErrWouldBlock, where the stream says (0, nil).
+type streamReader struct{ st *transport.Stream }
 
-func (r nonBlocking) Read(p []byte) (int, error) {
-	n, err := r.src.ReadNow(p)
+func (r streamReader) Read(p []byte) (int, error) {
+	n, err := r.st.ReadNow(p)
 	if n == 0 && err == nil {
 		return 0, eventstream.ErrWouldBlock
 	}
 	return n, err
 }
 
-// lendingSource is a respSource that lends its buffered bytes, as the
-// engine's streams do: the decoder then decodes a message that arrived
-// whole in place, instead of copying it into a buffer of its own first.
-type lendingSource interface {
-	respSource
-	Peek() ([]byte, error)
-	Discard(n int)
-}
-
-// nonBlockingPeeker is nonBlocking for a lendingSource: an
-// eventstream.Peeker.
-type nonBlockingPeeker struct{ src lendingSource }
-
-func (r nonBlockingPeeker) Read(p []byte) (int, error) { return nonBlocking{r.src}.Read(p) }
-
-func (r nonBlockingPeeker) Peek() ([]byte, error) {
-	b, err := r.src.Peek()
+func (r streamReader) Peek() ([]byte, error) {
+	b, err := r.st.Peek()
 	if len(b) == 0 && err == nil {
 		return nil, eventstream.ErrWouldBlock
 	}
 	return b, err
 }
 
-func (r nonBlockingPeeker) Discard(n int) { r.src.Discard(n) }
-
-// decoderSource returns the decoder's view of src.
-func decoderSource(src respSource) io.Reader {
-	if l, ok := src.(lendingSource); ok {
-		return nonBlockingPeeker{l}
-	}
-	return nonBlocking{src}
-}
+func (r streamReader) Discard(n int) { r.st.Discard(n) }
 
 // startReceiving makes src the response stream Recv reads. It is called
 // by the run goroutine before respReady is closed.
-func (s *Session) startReceiving(src respSource) {
+func (s *Session) startReceiving(src *transport.Stream) {
 	r := &s.rx
 	r.src = src
 	r.recvWake = make(chan struct{}, 1)
@@ -260,7 +223,7 @@ func (s *Session) startReceiving(src respSource) {
 	// Payloads over MaxMessageSize are skipped as they stream, never
 	// buffered: what the session holds is bounded by its limit, not by
 	// the format's 24 MiB.
-	r.dec = eventstream.NewDecoder(decoderSource(src), func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
+	r.dec = eventstream.NewDecoder(streamReader{src}, func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
 	src.SetNotify(s.notify)
 	signal(r.bgWake) // bytes may have come with the response head
 	// A waiting Recv watches recvWake only: the session's end wakes it.
