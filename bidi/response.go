@@ -28,8 +28,8 @@ type Response struct {
 	RequestID string
 }
 
-// responseOf returns the Response of a 2xx response head.
-func responseOf(status int, h http.Header) *Response {
+// headResponse returns the Response of a 2xx response head.
+func headResponse(status int, h http.Header) *Response {
 	r := &Response{
 		StatusCode:               status,
 		Header:                   h,

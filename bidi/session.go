@@ -346,7 +346,7 @@ func (s *Session) run(a *attempt) {
 			(*h)(s)
 		}
 		s.startReceiving(st)
-		s.resp = responseOf(resp.StatusCode, resp.Header)
+		s.resp = headResponse(resp.StatusCode, resp.Header)
 		s.obs.response(resp.StatusCode)
 		close(s.respReady)
 		s.rx.streaming.Store(true)

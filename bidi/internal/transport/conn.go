@@ -314,8 +314,7 @@ func (cc *conn) closeGracefullyLocked() {
 		return
 	}
 	cc.closing = true
-	cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlGoAway})
-	cc.wakeWriter()
+	cc.queueLocked(ctrlItem{kind: ctrlGoAway})
 }
 
 // openStream registers s on a reserved slot and queues its HEADERS.
@@ -335,9 +334,22 @@ func (cc *conn) openStream(s *Stream) error {
 	cc.nextID += 2
 	s.sendWindow = cc.peerInitWindow
 	cc.streams[s.id] = s
-	cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlHeaders, s: s})
-	cc.wakeWriter()
+	cc.queueLocked(ctrlItem{kind: ctrlHeaders, s: s})
 	return nil
+}
+
+// queueLocked queues a control frame for the writer and wakes it. cc.mu
+// is held.
+func (cc *conn) queueLocked(it ctrlItem) {
+	cc.ctrl = append(cc.ctrl, it)
+	cc.wakeWriter()
+}
+
+// endLocked ends s on both sides, with nothing more to send or receive,
+// and drops it from the conn. cc.mu is held.
+func (cc *conn) endLocked(s *Stream) {
+	s.localDone, s.remoteDone = true, true
+	cc.removeLocked(s)
 }
 
 func (cc *conn) wakeWriter() {
@@ -362,8 +374,7 @@ func (cc *conn) bodyReady(s *Stream) {
 func (cc *conn) queueWindowUpdate(s *Stream, inc uint32) {
 	cc.mu.Lock()
 	if !s.remoteDone && cc.err == nil {
-		cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlWindowUpdate, id: s.id, n: inc})
-		cc.wakeWriter()
+		cc.queueLocked(ctrlItem{kind: ctrlWindowUpdate, id: s.id, n: inc})
 	}
 	cc.mu.Unlock()
 }
@@ -379,11 +390,9 @@ func (cc *conn) resetStream(s *Stream, code http2.ErrCode) {
 		// HEADERS were queued when s was registered: written or not yet,
 		// they go out before this reset (the writer keeps the order), so
 		// the server never sees a stream that is left open.
-		cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlReset, s: s, id: s.id, n: uint32(code)})
-		cc.wakeWriter()
+		cc.queueLocked(ctrlItem{kind: ctrlReset, s: s, id: s.id, n: uint32(code)})
 	}
-	s.localDone, s.remoteDone = true, true
-	cc.removeLocked(s)
+	cc.endLocked(s)
 	cc.unlock()
 	cc.p.changed()
 }
@@ -452,7 +461,6 @@ func (cc *conn) fail(err error) {
 	streams := make([]*Stream, 0, len(cc.streams))
 	errs := make([]error, 0, len(cc.streams))
 	for _, s := range cc.streams {
-		s.localDone, s.remoteDone = true, true
 		serr := err
 		if !s.headersSent {
 			serr = &refusedError{reason: "connection closed before the stream started: " + err.Error()}
@@ -460,7 +468,7 @@ func (cc *conn) fail(err error) {
 		streams, errs = append(streams, s), append(errs, serr)
 	}
 	for _, s := range streams {
-		cc.removeLocked(s)
+		cc.endLocked(s)
 	}
 	if cc.idleTimer != nil {
 		cc.idleTimer.Stop()

@@ -124,8 +124,7 @@ func (cc *conn) queueResponse(it ctrlItem) error {
 		}
 		if cc.responses < maxQueuedControlResponses {
 			cc.responses++
-			cc.ctrl = append(cc.ctrl, it)
-			cc.wakeWriter()
+			cc.queueLocked(it)
 			cc.mu.Unlock()
 			return nil
 		}
@@ -198,8 +197,7 @@ func (cc *conn) giveBackConn(n int32) {
 	cc.recvUnacked = 0
 	cc.recvWindow += inc
 	cc.mu.Lock()
-	cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlWindowUpdate, id: 0, n: uint32(inc)})
-	cc.wakeWriter()
+	cc.queueLocked(ctrlItem{kind: ctrlWindowUpdate, id: 0, n: uint32(inc)})
 	cc.mu.Unlock()
 }
 
@@ -258,8 +256,7 @@ func (cc *conn) endedRemotely(s *Stream) {
 	s.remoteDone = true
 	if !s.localDone {
 		s.localDone = true
-		cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlReset, s: s, id: s.id, n: uint32(http2.ErrCodeCancel)})
-		cc.wakeWriter()
+		cc.queueLocked(ctrlItem{kind: ctrlReset, s: s, id: s.id, n: uint32(http2.ErrCodeCancel)})
 	}
 	cc.removeLocked(s)
 	cc.unlock()
@@ -274,10 +271,8 @@ func (cc *conn) streamError(id uint32, code http2.ErrCode, cause error) {
 		cc.mu.Unlock()
 		return
 	}
-	s.localDone, s.remoteDone = true, true
-	cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlReset, s: s, id: id, n: uint32(code)})
-	cc.wakeWriter()
-	cc.removeLocked(s)
+	cc.queueLocked(ctrlItem{kind: ctrlReset, s: s, id: id, n: uint32(code)})
+	cc.endLocked(s)
 	cc.unlock()
 	s.fail(&StreamError{StreamID: id, Code: code, Cause: cause})
 	cc.p.changed()
@@ -294,8 +289,7 @@ func (cc *conn) onReset(f *http2.RSTStreamFrame) error {
 		}
 		return nil
 	}
-	s.localDone, s.remoteDone = true, true
-	cc.removeLocked(s)
+	cc.endLocked(s)
 	cc.unlock()
 	s.fail(&StreamError{StreamID: f.StreamID, Code: f.ErrCode, Remote: true})
 	cc.p.changed()
@@ -321,8 +315,7 @@ func (cc *conn) onGoAway(f *http2.GoAwayFrame) {
 		}
 	}
 	for _, s := range refused {
-		s.localDone, s.remoteDone = true, true
-		cc.removeLocked(s)
+		cc.endLocked(s)
 	}
 	cc.slotFreedLocked()
 	cc.unlock()
