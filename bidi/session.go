@@ -64,8 +64,7 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // Recv waits); its request body is written by its connection's shared
 // writer, so an idle session costs that one goroutine. Close or the cancellation
 // unblocks every pending Send, Recv and Response, resets the HTTP/2 stream
-// and makes that goroutine exit. (docs/design.md in the module draws the
-// session's phases for maintainers.) After a failure, Send and Recv return
+// and makes that goroutine exit. After a failure, Send and Recv return
 // the cause: a typed error such as [*ResponseError] or [*ModelStreamError],
 // or an error wrapping io.ErrUnexpectedEOF or matching [ErrDeadPeer]; Recv
 // returns io.EOF only when the service ended the stream cleanly.
