@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -134,7 +133,7 @@ func TestRetryLimits(t *testing.T) {
 		}
 		// The session's goroutine, the one that would retry, has exited:
 		// no attempt can follow.
-		waitNoBidiGoroutines(t, 5*time.Second)
+		waitNoBidiGoroutines(t, leakBound)
 		if n := attempts.Load(); n != 1 {
 			t.Fatalf("%d attempts: a stream the model answered was retried", n)
 		}
