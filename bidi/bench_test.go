@@ -108,8 +108,8 @@ var (
 
 // benchClients starts the server process once and returns bidi clients
 // for the minimal event echo and for biditest.Echo, on the SDK's own
-// HTTP/2 engine, and a raw HTTP/2 client (net/http, through
-// bidi.NewHTTPClient) for the floor.
+// HTTP/2 engine, and a raw HTTP/2 client (net/http, trustingClient) for
+// the floor.
 func benchClients(b *testing.B) (event, biditestEcho *bidi.Client, raw *http.Client, info benchServerInfo) {
 	b.Helper()
 	benchOnce.Do(func() {
@@ -174,8 +174,19 @@ func (staticCreds) Retrieve(context.Context) (aws.Credentials, error) {
 	return aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey, Source: "bench"}, nil
 }
 
+// trustingClient returns the raw floor's client: net/http speaking only
+// HTTP/2, trusting the certificate der, with net/http's HTTP/2 defaults
+// (the client bidi.NewHTTPClient built before it was removed).
 func trustingClient(der []byte) *http.Client {
-	return bidi.NewHTTPClient(func(o *bidi.HTTPClientOptions) { o.TLSConfig = trustingTLS(der) })
+	var protocols http.Protocols
+	protocols.SetHTTP2(true)
+	return &http.Client{Transport: &http.Transport{
+		TLSClientConfig:   trustingTLS(der),
+		ForceAttemptHTTP2: true,
+		Protocols:         &protocols,
+		MaxIdleConns:      100,
+		IdleConnTimeout:   90 * time.Second,
+	}}
 }
 
 func trustingTLS(der []byte) *tls.Config {

@@ -24,14 +24,14 @@ const (
 const sendQueueBytes = 64 << 10
 
 // errBodyDone is what a superseded or closed request body returns from
-// Read. The transport only sees it after it has given up on the body.
+// ReadNow. The engine only sees it after it has given up on the body.
 var errBodyDone = errors.New("bidi: request body closed")
 
 // sendPipe is the request body side of a session: a bounded queue of
 // committed inner messages (encoded PayloadParts, unsigned) between Send
 // and the HTTP transport.
 //
-// The transport reads through a reqBody, one per HTTP attempt. Each Read
+// The engine reads through a reqBody, one per HTTP attempt. Each ReadNow
 // signs as many queued parts as fit in the transport's buffer, on that
 // attempt's signature chain, so one read (one DATA frame, one write)
 // carries every part that queued up while the previous one was written.
@@ -63,16 +63,13 @@ type sendPipe struct {
 	spaceWanted bool          // a Send found the queue full and waits on space
 
 	ended bool  // CloseSend: after the parts, the end frame, then io.EOF
-	err   error // the session failed: Read returns err
-
-	sessionDone <-chan struct{} // the session's context is done
+	err   error // the session failed: ReadNow returns err
 
 	dispatched     chan struct{} // see markDispatched
 	dispatchedDone bool
 }
 
-func (p *sendPipe) init(replayLimit int, sessionDone <-chan struct{}) {
-	p.sessionDone = sessionDone
+func (p *sendPipe) init(replayLimit int) {
 	p.space = make(chan struct{}, 1)
 	p.dispatched = make(chan struct{})
 	p.retain = true
@@ -180,7 +177,7 @@ func (p *sendPipe) detach() {
 	}
 }
 
-// fail makes every Read and enqueue return err.
+// fail makes every ReadNow and enqueue return err.
 func (p *sendPipe) fail(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -218,12 +215,8 @@ func (p *sendPipe) end() {
 }
 
 func (p *sendPipe) wake() {
-	if p.body != nil {
-		if p.body.ready != nil {
-			p.body.ready()
-			return
-		}
-		signal(p.body.wakeCh)
+	if p.body != nil && p.body.ready != nil {
+		p.body.ready()
 	}
 }
 
@@ -231,27 +224,22 @@ func (p *sendPipe) wake() {
 type reqBody struct {
 	p      *sendPipe
 	signer *eventstream.Signer
-	ready  func()        // the engine's callback (see Bind); guarded by p.mu
-	wakeCh chan struct{} // cap 1; for net/http's blocking Read
-	dead   chan struct{} // closed by kill
-	killed bool          // guarded by p.mu
+	ready  func() // the engine's callback (see Bind); guarded by p.mu
+	killed bool   // guarded by p.mu
 
-	rest     []byte // unread bytes of an envelope that did not fit a Read
+	rest     []byte // unread bytes of an envelope that did not fit a ReadNow
 	restPart bool   // rest belongs to part p.sent (else to the end frame)
 	env      []byte // holds that envelope
 	endSent  bool
 }
 
 func newReqBody(p *sendPipe, signer *eventstream.Signer) *reqBody {
-	return &reqBody{p: p, signer: signer, wakeCh: make(chan struct{}, 1), dead: make(chan struct{})}
+	return &reqBody{p: p, signer: signer}
 }
 
 // kill ends the body; p.mu is held.
 func (b *reqBody) kill() {
-	if !b.killed {
-		b.killed = true
-		close(b.dead)
-	}
+	b.killed = true
 }
 
 // Close is called by the transport when it stops reading the body.
@@ -262,37 +250,6 @@ func (b *reqBody) Close() error {
 	return nil
 }
 
-// Read gives net/http's transport (Options.HTTPClient) the next
-// envelopes: every queued part that fits in dst, signed, or the rest of
-// one that did not fit; after CloseSend, the end frame and io.EOF. It
-// blocks until there is something to read or the body is ended.
-func (b *reqBody) Read(dst []byte) (int, error) {
-	if len(dst) == 0 {
-		return 0, nil
-	}
-	p := b.p
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for {
-		if n, ok, err := b.readLocked(dst); ok {
-			return n, err
-		}
-		wake, dead := b.wakeCh, b.dead
-		p.mu.Unlock()
-		select {
-		case <-wake:
-		case <-dead:
-		case <-p.sessionDone:
-			// Cancelled: the transport does not watch the request's
-			// context while it waits for the body.
-			p.mu.Lock()
-			b.kill()
-			continue
-		}
-		p.mu.Lock()
-	}
-}
-
 // Bind implements the engine's pull interface: ready is called whenever
 // parts or the end frame are queued.
 func (b *reqBody) Bind(ready func()) {
@@ -301,8 +258,10 @@ func (b *reqBody) Bind(ready func()) {
 	b.p.mu.Unlock()
 }
 
-// ReadNow is Read for the engine's writer: it never blocks, and returns 0,
-// nil when nothing is queued.
+// ReadNow gives the engine's writer the next envelopes: every queued part
+// that fits in dst, signed, or the rest of one that did not fit; after
+// CloseSend, the end frame and io.EOF. It never blocks, and returns 0, nil
+// when nothing is queued.
 func (b *reqBody) ReadNow(dst []byte) (int, error) {
 	if len(dst) == 0 {
 		return 0, nil
@@ -314,7 +273,7 @@ func (b *reqBody) ReadNow(dst []byte) (int, error) {
 	return n, err
 }
 
-// readLocked is one step of Read: ok is false when there is nothing to
+// readLocked is one step of ReadNow: ok is false when there is nothing to
 // read yet. p.mu is held.
 func (b *reqBody) readLocked(dst []byte) (n int, ok bool, err error) {
 	p := b.p

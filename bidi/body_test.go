@@ -63,19 +63,25 @@ func verifyStream(t *testing.T, b []byte, seed []byte) []string {
 	}
 }
 
-// reader drains a body with reads of size n in a goroutine and returns
-// what it read when the body ends.
+// reader drains a body with reads of size n in a goroutine, as the
+// engine's writer does (ReadNow, then wait for the ready callback), and
+// returns what it read when the body ends.
 func reader(b *reqBody, n int) <-chan []byte {
+	ready := make(chan struct{}, 1)
+	b.Bind(func() { signal(ready) })
 	ch := make(chan []byte, 1)
 	go func() {
 		var all []byte
 		buf := make([]byte, n)
 		for {
-			k, err := b.Read(buf)
+			k, err := b.ReadNow(buf)
 			all = append(all, buf[:k]...)
 			if err != nil {
 				ch <- all
 				return
+			}
+			if k == 0 {
+				<-ready
 			}
 		}
 	}()
@@ -84,7 +90,7 @@ func reader(b *reqBody, n int) <-chan []byte {
 
 func newTestPipe(limit int) *sendPipe {
 	p := new(sendPipe)
-	p.init(limit, nil)
+	p.init(limit)
 	return p
 }
 
@@ -135,7 +141,7 @@ func TestPipeBatches(t *testing.T) {
 		mustEnqueue(t, p, partMessage(strings.Repeat("b", i)))
 	}
 	buf := make([]byte, 64<<10)
-	n, err := b.Read(buf)
+	n, err := b.ReadNow(buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +174,7 @@ func TestPipeQueueBound(t *testing.T) {
 	if size := wire.PartMessageLen(part); queued*size > sendQueueBytes || (queued+1)*size <= sendQueueBytes {
 		t.Fatalf("%d parts of %d bytes queued, bound %d", queued, size, sendQueueBytes)
 	}
-	if _, err := b.Read(make([]byte, 8<<10)); err != nil {
+	if _, err := b.ReadNow(make([]byte, 8<<10)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -194,7 +200,7 @@ func TestPipeReplay(t *testing.T) {
 	mustEnqueue(t, p, partMessage("one"))
 	mustEnqueue(t, p, partMessage("two"))
 	buf := make([]byte, 4096)
-	n, _ := b1.Read(buf)
+	n, _ := b1.ReadNow(buf)
 	if got := verifyStream(t, buf[:n], seedA); len(got) != 2 {
 		t.Fatalf("b1 sent %q", got)
 	}
@@ -204,7 +210,7 @@ func TestPipeReplay(t *testing.T) {
 	if err := p.attach(b2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b1.Read(buf); err != errBodyDone {
+	if _, err := b1.ReadNow(buf); err != errBodyDone {
 		t.Fatalf("superseded body Read = %v", err)
 	}
 	p.end()
@@ -227,7 +233,7 @@ func TestPipeReplayLimit(t *testing.T) {
 	b := newReqBody(p, testSigner(seedA))
 	p.attach(b)
 	mustEnqueue(t, p, partMessage(strings.Repeat("x", 200)))
-	b.Read(make([]byte, 4096))
+	b.ReadNow(make([]byte, 4096))
 	if p.canReplay() {
 		t.Fatal("canReplay after exceeding the limit")
 	}
@@ -243,8 +249,8 @@ func TestBackoff(t *testing.T) {
 			ceil = time.Second
 		}
 		for range 50 {
-			if d := backoff(n, time.Second); d < 0 || d > ceil {
-				t.Fatalf("backoff(%d) = %v, want within [0, %v]", n, d, ceil)
+			if d := retryBackoff(n, time.Second); d < 0 || d > ceil {
+				t.Fatalf("retryBackoff(%d) = %v, want within [0, %v]", n, d, ceil)
 			}
 		}
 	}
@@ -252,15 +258,16 @@ func TestBackoff(t *testing.T) {
 
 func TestPipeFail(t *testing.T) {
 	var p sendPipe
-	p.init(0, nil)
+	p.init(0)
 	b := newReqBody(&p, testSigner(seedA))
 	p.attach(b)
 	boom := errors.New("boom")
-	out := make(chan error, 1)
-	go func() { _, err := b.Read(make([]byte, 10)); out <- err }()
+	if n, err := b.ReadNow(make([]byte, 10)); n != 0 || err != nil {
+		t.Fatalf("ReadNow of an empty body = %d, %v; want 0, nil", n, err)
+	}
 	p.fail(boom)
-	if err := <-out; err == nil {
-		t.Fatal("Read succeeded after fail")
+	if _, err := b.ReadNow(make([]byte, 10)); err == nil {
+		t.Fatal("ReadNow succeeded after fail")
 	}
 }
 

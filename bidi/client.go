@@ -2,7 +2,6 @@ package bidi
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 	"sync/atomic"
 
@@ -23,8 +22,7 @@ import (
 // once with [Client.CloseIdleConnections].
 type Client struct {
 	options   Options
-	engine    *transport.Transport // nil when Options.HTTPClient is set
-	http      *http.Client         // Options.HTTPClient, the escape hatch
+	engine    *transport.Transport // nil in a Client not built by NewFromConfig
 	signer    *v4.Signer
 	endpoint  *url.URL // resolved service endpoint; nil when err is set
 	err       error    // configuration error, returned by Open
@@ -64,16 +62,7 @@ func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
 	} else {
 		c.endpoint = u
 	}
-	if o.HTTPClient != nil {
-		// A shallow copy that does not follow redirects: a stream's
-		// request cannot be sent to another URL, so a redirect is
-		// reported as the error response it is.
-		hc := *o.HTTPClient
-		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-		c.http = &hc
-	} else {
-		c.engine = transport.New(o.engineConfig())
-	}
+	c.engine = transport.New(o.engineConfig())
 	return c
 }
 
@@ -81,11 +70,8 @@ func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
 // session, at once. Sessions still open are not affected. (Idle
 // connections also close by themselves after Options.IdleConnTimeout.)
 func (c *Client) CloseIdleConnections() {
-	switch {
-	case c.engine != nil:
+	if c.engine != nil {
 		c.engine.CloseIdleConnections()
-	case c.http != nil:
-		c.http.CloseIdleConnections()
 	}
 }
 
@@ -120,7 +106,7 @@ func (c *Client) Options() Options { return c.options.Copy() }
 // The session must be closed with [Session.Close] (or by cancelling ctx)
 // to release its resources.
 func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
-	if c == nil || (c.engine == nil && c.http == nil && c.err == nil) {
+	if c == nil || (c.engine == nil && c.err == nil) {
 		return nil, ErrZeroClient
 	}
 	if in == nil {
@@ -139,7 +125,7 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 	s.obs = c.obs.startSession(ctx, in.EndpointName)
 	a, err := s.newAttempt(1)
 	if err != nil {
-		s.end(err, phaseClosed, endDefinite)
+		s.end(err, endSession, endDefinite)
 		s.obs.end(err)
 		return nil, err
 	}

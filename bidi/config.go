@@ -52,7 +52,7 @@ type (
 //     BuildableClient) only its transport's trusted roots (the custom CA
 //     bundle, e.g. AWS_CA_BUNDLE) and proxy function, for the client's own
 //     HTTP/2 engine; never the client itself, whose whole-request Timeout
-//     would cut streams (Options.HTTPClient is the explicit escape hatch);
+//     would cut streams;
 //   - BaseEndpoint from cfg.BaseEndpoint, overridden by the
 //     service-specific endpoint from cfg.ConfigSources, except that a set
 //     AWS_ENDPOINT_URL without AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2

@@ -197,11 +197,8 @@ func TestResolveOptionsFromConfigFields(t *testing.T) {
 	if o.Region != "eu-west-1" || o.ClientLogMode != aws.LogRetries || o.AppID != "my-app" || o.RetryMaxAttempts != 7 {
 		t.Errorf("fields not taken from cfg: %+v", o)
 	}
-	// The shared HTTP client (with its whole-request Timeout) does not take
-	// the client off its engine; its roots and proxy are lent to it.
-	if o.HTTPClient != nil {
-		t.Errorf("HTTPClient = %p, want nil: cfg's client must not replace the engine", o.HTTPClient)
-	}
+	// The shared HTTP client (with its whole-request Timeout) only lends
+	// the engine its roots and proxy.
 	if o.rootCAs != roots {
 		t.Error("the roots of cfg's HTTP client were not taken")
 	}
@@ -222,10 +219,10 @@ func TestResolveOptionsFromConfigFields(t *testing.T) {
 		t.Errorf("Retrieve = %+v, %v", v, err)
 	}
 
-	// A non-*http.Client HTTPClient is not used.
+	// A non-*http.Client HTTPClient lends nothing.
 	o = resolveOptions(aws.Config{HTTPClient: doerFunc(nil)})
-	if o.HTTPClient != nil {
-		t.Error("took a non-*http.Client HTTPClient")
+	if o.rootCAs != nil || o.cfgProxy != nil {
+		t.Error("took roots or a proxy from a non-*http.Client HTTPClient")
 	}
 }
 
@@ -327,9 +324,6 @@ sagemaker_runtime_http2 =
 		}
 		if _, ok := o.Credentials.(*aws.CredentialsCache); !ok {
 			t.Errorf("Credentials = %T, want a cache", o.Credentials)
-		}
-		if o.HTTPClient != nil {
-			t.Errorf("HTTPClient = %T, want nil (the config package's BuildableClient is not used)", o.HTTPClient)
 		}
 	})
 

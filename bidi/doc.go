@@ -45,10 +45,12 @@
 // errors as [*ResponseError] (unwrapping to [*ModelError],
 // [*InputValidationError], [*InternalServerError],
 // [*ServiceUnavailableError]), mid-stream failures as [*ModelStreamError],
-// [*InternalStreamFailure] or [*StreamError]. An HTTP error arrives as
+// [*InternalStreamFailure] or [*ExceptionError]. An HTTP error arrives as
 // soon as the service sends it, through the next or pending Send or Recv
 // and through [Session.Response]. Recv returns io.EOF only for a clean end
 // of stream; a truncated stream is an error wrapping io.ErrUnexpectedEOF.
+// A stream ended by HTTP/2 (RST_STREAM, GOAWAY) holds an [*HTTP2Error]
+// with the protocol's error code.
 //
 // # Lifetime and concurrency
 //

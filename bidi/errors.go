@@ -8,6 +8,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/smithy-go"
+	"golang.org/x/net/http2"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 )
 
 // Sentinel errors. Each can be matched with [errors.Is]; the typed errors
@@ -26,11 +29,11 @@ var (
 
 	// ErrNotHTTP2 reports that the peer did not negotiate HTTP/2. The
 	// operation requires HTTP/2 end to end.
-	ErrNotHTTP2 = errors.New("bidi: peer did not negotiate HTTP/2")
+	ErrNotHTTP2 = transport.ErrNotHTTP2
 
 	// ErrDeadPeer reports that the connection failed its HTTP/2 PING health
 	// check (see Options.HealthCheckInterval).
-	ErrDeadPeer = errors.New("bidi: peer did not answer health check")
+	ErrDeadPeer = transport.ErrDeadPeer
 
 	// ErrZeroClient is returned by Open on a Client that was not built by
 	// NewFromConfig (a zero bidi.Client{} or a nil *Client).
@@ -38,6 +41,12 @@ var (
 
 	// ErrNoCredentials reports that no credentials provider is configured.
 	ErrNoCredentials = errors.New("bidi: no credentials configured")
+
+	// ErrExpiredCredentials is matched by the error of Open when the
+	// credentials provider returned credentials that had already expired
+	// (CanExpire set, Expires before the client's clock): the service
+	// refuses them, so nothing is sent.
+	ErrExpiredCredentials = errors.New("bidi: credentials expired")
 
 	// ErrNoRegion reports that no region is configured. Requests are
 	// signed for a region, so one is needed even with a custom endpoint.
@@ -59,11 +68,12 @@ const (
 // string repeats. The struct fields keep the full value.
 const maxErrorText = 512
 
-// StreamError is an unmodeled error received in the middle of a stream: an
-// "exception" message whose type the model does not define, or an "error"
-// message (with its :error-code and :error-message headers). The stream
-// ends with it.
-type StreamError struct {
+// ExceptionError is an unmodeled error received in band, in the middle
+// of a stream: an "exception" message whose type the model does not
+// define, or an "error" message (with its :error-code and :error-message
+// headers). The stream ends with it. (An HTTP/2 RST_STREAM or GOAWAY is
+// an [*HTTP2Error].)
+type ExceptionError struct {
 	// Code is the :exception-type of an exception message, or the
 	// :error-code of an error message ("UnknownError" when absent).
 	Code    string
@@ -71,18 +81,63 @@ type StreamError struct {
 }
 
 // Error implements the error interface.
-func (e *StreamError) Error() string {
+func (e *ExceptionError) Error() string {
 	return "bidi: stream error " + cleanText(e.Code) + ": " + cleanText(e.Message)
 }
 
 // ErrorCode returns the error code sent by the service.
-func (e *StreamError) ErrorCode() string { return e.Code }
+func (e *ExceptionError) ErrorCode() string { return e.Code }
 
 // ErrorMessage returns the message sent by the service.
-func (e *StreamError) ErrorMessage() string { return e.Message }
+func (e *ExceptionError) ErrorMessage() string { return e.Message }
 
 // ErrorFault returns [smithy.FaultUnknown].
-func (e *StreamError) ErrorFault() smithy.ErrorFault { return smithy.FaultUnknown }
+func (e *ExceptionError) ErrorFault() smithy.ErrorFault { return smithy.FaultUnknown }
+
+// StreamError is the former name of [ExceptionError].
+//
+// Deprecated: HTTP/2 readers take it for RST_STREAM; use ExceptionError
+// (and [HTTP2Error] for RST_STREAM and GOAWAY).
+type StreamError = ExceptionError
+
+// HTTP2Error reports the HTTP/2 error code that ended a stream or its
+// connection: the server's RST_STREAM or GOAWAY (Remote), or the one this
+// client sent after the server broke the protocol. [errors.As] reaches it
+// in the errors of Open, Send and Recv; it wraps the engine's error, which
+// says more.
+type HTTP2Error struct {
+	// Code is the HTTP/2 error code (RFC 9113 §7), for example
+	// http2.ErrCodeCancel or http2.ErrCodeRefusedStream.
+	Code http2.ErrCode
+	// GoAway is set for a connection's GOAWAY, unset for a stream's
+	// RST_STREAM.
+	GoAway bool
+	// Remote is set when the server sent the frame.
+	Remote bool
+
+	err error
+}
+
+// Error describes the frame and the engine's account of it.
+func (e *HTTP2Error) Error() string { return "bidi: " + e.err.Error() }
+
+// Unwrap returns the engine's error.
+func (e *HTTP2Error) Unwrap() error { return e.err }
+
+// http2ErrorOf returns err with an *HTTP2Error in front when an HTTP/2
+// error code ended the stream (a RST_STREAM, a GOAWAY, either side's),
+// else err as it is.
+func http2ErrorOf(err error) error {
+	var se *transport.StreamError
+	if errors.As(err, &se) {
+		return &HTTP2Error{Code: se.Code, Remote: se.Remote, err: err}
+	}
+	var ce *transport.ConnError
+	if errors.As(err, &ce) && (ce.Remote || ce.Code != http2.ErrCodeNo) {
+		return &HTTP2Error{Code: ce.Code, GoAway: true, Remote: ce.Remote, err: err}
+	}
+	return err
+}
 
 // MessageTooLargeError reports a received message that exceeds the
 // reassembly bound (Options.MaxMessageSize). It matches
@@ -210,7 +265,8 @@ func modeledError(code string, f modeledFields) error {
 
 // exceptionError converts an event-stream "exception" message (header
 // :exception-type, JSON payload {"Message": ..., "ErrorCode": ...}) into an
-// error: a modeled type when exceptionType names one, else a *StreamError.
+// error: a modeled type when exceptionType names one, else an
+// *ExceptionError.
 // A payload that is not JSON yields an empty message, never the raw bytes.
 func exceptionError(exceptionType string, payload []byte) error {
 	f, _ := parseErrorBody(payload)
@@ -225,7 +281,7 @@ func exceptionError(exceptionType string, payload []byte) error {
 	if msg == "" {
 		msg = codeUnknownError
 	}
-	return &StreamError{Code: code, Message: msg}
+	return &ExceptionError{Code: code, Message: msg}
 }
 
 // errorMessageError converts an event-stream "error" message (headers

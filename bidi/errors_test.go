@@ -2,12 +2,16 @@ package bidi
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/aws/smithy-go"
+	"golang.org/x/net/http2"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 )
 
 func TestErrorSentinels(t *testing.T) {
@@ -236,7 +240,7 @@ func TestResponseError(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := newResponse(tc.status, tc.header, tc.body)
-			err := responseError(resp)
+			err := responseError(resp.StatusCode, resp.Header, resp.Body)
 			if !body.closed {
 				t.Error("body not closed")
 			}
@@ -309,7 +313,7 @@ func checkHeader(t *testing.T, re *ResponseError, k, v string) {
 func TestResponseErrorBoundedBody(t *testing.T) {
 	big := `{"message":"` + strings.Repeat("x", 200<<10) + `"}`
 	resp, body := newResponse(500, nil, big)
-	err := responseError(resp)
+	err := responseError(resp.StatusCode, resp.Header, resp.Body)
 	if body.read > maxErrorBody {
 		t.Errorf("read %d bytes, want at most %d", body.read, maxErrorBody)
 	}
@@ -326,7 +330,7 @@ func TestResponseErrorBoundedBody(t *testing.T) {
 }
 
 func TestResponseErrorNilBody(t *testing.T) {
-	err := responseError(&http.Response{StatusCode: 503, Header: http.Header{"X-Amzn-Errortype": {"ServiceUnavailableError"}}})
+	err := responseError(503, http.Header{"X-Amzn-Errortype": {"ServiceUnavailableError"}}, nil)
 	var su *ServiceUnavailableError
 	if !errors.As(err, &su) {
 		t.Fatalf("got %v", err)
@@ -465,5 +469,45 @@ func TestErrorRetryableOpen(t *testing.T) {
 		if got := classifyOpenError(tc.err); got != tc.want {
 			t.Errorf("classifyOpenError(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestHTTP2ErrorOf: the engine's RST_STREAM and GOAWAY errors get an
+// *HTTP2Error in front, with the code and who sent it, and keep their
+// chain; I/O failures and refusals do not.
+func TestHTTP2ErrorOf(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want *HTTP2Error // nil: not an HTTP/2 error code
+	}{
+		{"server's RST_STREAM", &transport.StreamError{StreamID: 1, Code: http2.ErrCodeCancel, Remote: true}, &HTTP2Error{Code: http2.ErrCodeCancel, Remote: true}},
+		{"client's RST_STREAM", &transport.StreamError{StreamID: 3, Code: http2.ErrCodeProtocol, Cause: errors.New("bad frame")}, &HTTP2Error{Code: http2.ErrCodeProtocol}},
+		{"server's GOAWAY", &transport.ConnError{Code: http2.ErrCodeEnhanceYourCalm, Remote: true, Reason: "calm"}, &HTTP2Error{Code: http2.ErrCodeEnhanceYourCalm, GoAway: true, Remote: true}},
+		{"client's GOAWAY", &transport.ConnError{Code: http2.ErrCodeFlowControl, Reason: "window"}, &HTTP2Error{Code: http2.ErrCodeFlowControl, GoAway: true}},
+		{"I/O", &transport.ConnError{Cause: io.ErrUnexpectedEOF}, nil},
+		{"dead peer", &transport.ConnError{Reason: "health check", Cause: transport.ErrDeadPeer}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := classifyTransportError(fmt.Errorf("wrapped: %w", tc.err))
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("%v lost the engine's error", err)
+			}
+			var h *HTTP2Error
+			got := errors.As(err, &h)
+			if tc.want == nil {
+				if got {
+					t.Fatalf("%v holds an *HTTP2Error", err)
+				}
+				return
+			}
+			if !got || h.Code != tc.want.Code || h.GoAway != tc.want.GoAway || h.Remote != tc.want.Remote {
+				t.Fatalf("%v: HTTP2Error %+v, want %+v", err, h, tc.want)
+			}
+		})
+	}
+	if !errors.Is(classifyTransportError(&transport.ConnError{Cause: transport.ErrDeadPeer}), ErrDeadPeer) {
+		t.Error("the engine's dead peer does not match ErrDeadPeer")
 	}
 }

@@ -11,3 +11,26 @@ func SetOpenHook(f func(*Session)) (restore func()) {
 // ReadAheadRounds returns how many times the session's goroutine was
 // woken to read ahead of Recv.
 func ReadAheadRounds(s *Session) int64 { return s.rx.bgRounds.Load() }
+
+// SetAnsweredHook makes the session's goroutine call f once the model has
+// answered, before the response stream is made readable. It returns a
+// function that removes f. Tests that set it must not run in parallel
+// with others that open sessions.
+func SetAnsweredHook(f func(*Session)) (restore func()) {
+	testHookAnswered.Store(&f)
+	return func() { testHookAnswered.Store(nil) }
+}
+
+// FlowBlocked reports whether the session's request is held back by
+// HTTP/2 flow control: the server has taken all the window it gave.
+func FlowBlocked(s *Session) bool {
+	st := s.stream.Load()
+	return st != nil && st.SendBlocked()
+}
+
+// StalledByUnreadReplies reports whether the session's request is held
+// back by flow control while response bytes wait unread.
+func StalledByUnreadReplies(s *Session) bool {
+	st := s.stream.Load()
+	return st != nil && st.Buffered() > 0 && st.SendBlocked()
+}

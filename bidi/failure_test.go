@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go"
+	"golang.org/x/net/http2"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
@@ -216,12 +217,12 @@ func TestMidStreamErrors(t *testing.T) {
 			}},
 		{"unmodeled exception", func(st *biditest.Stream) { st.SendException("NewException", []byte(`{"Message":"new"}`)) },
 			func(err error) bool {
-				var e *bidi.StreamError
+				var e *bidi.ExceptionError
 				return errors.As(err, &e) && e.Code == "NewException" && e.Message == "new"
 			}},
 		{"error message", func(st *biditest.Stream) { st.SendError("ThrottlingException", "too fast") },
 			func(err error) bool {
-				var e *bidi.StreamError
+				var e *bidi.ExceptionError
 				return errors.As(err, &e) && e.Code == "ThrottlingException" && e.Message == "too fast"
 			}},
 		{"missing message type", func(st *biditest.Stream) { st.SendMessage(&eventstream.Message{Payload: []byte("?")}) },
@@ -294,8 +295,29 @@ func TestTruncatedStreams(t *testing.T) {
 		ctx := testCtx(t)
 		sess := open(t, srv.Client(), ctx)
 		sess.Recv(ctx)
-		if _, err := sess.Recv(ctx); err == nil || err == io.EOF {
-			t.Fatalf("Recv after RST_STREAM = %v, want an error", err)
+		_, err := sess.Recv(ctx)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("Recv after RST_STREAM = %v, want an error wrapping io.ErrUnexpectedEOF", err)
+		}
+	})
+	t.Run("reset after a PARTIAL part", func(t *testing.T) {
+		srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+			st.SendPart(bidi.Part{Data: []byte("half")})
+			st.Reset()
+		}))
+		ctx := testCtx(t)
+		sess := open(t, srv.Client(), ctx)
+		_, err := sess.Recv(ctx)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("Recv after RST_STREAM = %v, want an error wrapping io.ErrUnexpectedEOF", err)
+		}
+		// The reset's code stays reachable.
+		var h2 *bidi.HTTP2Error
+		if !errors.As(err, &h2) || h2.Code != http2.ErrCodeInternal || !h2.Remote || h2.GoAway {
+			t.Fatalf("Recv after RST_STREAM = %v, want an *HTTP2Error with the server's INTERNAL_ERROR", err)
+		}
+		if _, err2 := sess.Recv(ctx); !errors.Is(err2, io.ErrUnexpectedEOF) {
+			t.Fatalf("second Recv = %v, want the same error", err2)
 		}
 	})
 	t.Run("Reader", func(t *testing.T) {
@@ -368,14 +390,9 @@ func TestUnknownEventsSkipped(t *testing.T) {
 }
 
 // TestNotHTTP2: a peer that answers over HTTP/1.1 fails the session with
-// ErrNotHTTP2, through a caller-supplied HTTP/1 client as through the
-// package's HTTP/2-only default transport.
+// ErrNotHTTP2 before any stream.
 func TestNotHTTP2(t *testing.T) {
 	h1 := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The request body never ends: answer without reading it first.
-		http.NewResponseController(w).EnableFullDuplex()
-		w.WriteHeader(200)
-		w.(http.Flusher).Flush()
 	}))
 	h1.EnableHTTP2 = false
 	h1.Config.ErrorLog = log.New(io.Discard, "", 0) // the failed ALPN handshake
@@ -384,23 +401,6 @@ func TestNotHTTP2(t *testing.T) {
 	cfg := aws.Config{Region: "us-west-2", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")}
 	ctx := testCtx(t)
 
-	t.Run("HTTP/1 client", func(t *testing.T) {
-		c := bidi.NewFromConfig(cfg, func(o *bidi.Options) {
-			o.BaseEndpoint = aws.String(h1.URL)
-			o.HTTPClient = h1.Client()
-		})
-		sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
-		if err == nil {
-			defer sess.Close()
-			_, err = sess.Response(ctx)
-			if err2 := sess.Send(ctx, bidi.Text("x")); !errors.Is(err2, bidi.ErrNotHTTP2) {
-				t.Errorf("Send = %v, want ErrNotHTTP2", err2)
-			}
-		}
-		if !errors.Is(err, bidi.ErrNotHTTP2) {
-			t.Fatalf("got %v, want ErrNotHTTP2", err)
-		}
-	})
 	t.Run("default transport", func(t *testing.T) {
 		c := bidi.NewFromConfig(cfg, func(o *bidi.Options) {
 			o.BaseEndpoint = aws.String(h1.URL)

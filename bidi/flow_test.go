@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -78,7 +79,9 @@ func TestFlowControlBlocksSend(t *testing.T) {
 }
 
 // TestSendInterruptedMidMessage: a multi-part Send whose context ends after
-// some parts were taken aborts the session with SendInterruptedError.
+// some parts were taken aborts the session with SendInterruptedError. The
+// context ends once flow control holds the request back, so parts were
+// taken, whatever the machine's speed.
 func TestSendInterruptedMidMessage(t *testing.T) {
 	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 		st.Accept()
@@ -86,12 +89,24 @@ func TestSendInterruptedMidMessage(t *testing.T) {
 	}), func(s *biditest.Server) { s.MaxReceiveBufferPerStream = 64 << 10 })
 	ctx := testCtx(t)
 	sess := open(t, srv.Client(func(o *bidi.Options) { o.MaxPartSize = 1 << 10 }), ctx)
-	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	short, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err := sess.Send(short, bidi.Binary(make([]byte, 1<<20)))
+	done := make(chan error, 1)
+	go func() { done <- sess.Send(short, bidi.Binary(make([]byte, 1<<20))) }()
+	for !bidi.FlowBlocked(sess) {
+		select {
+		case err := <-done:
+			t.Fatalf("Send = %v before flow control held it back", err)
+		case <-ctx.Done():
+			t.Fatal("flow control never held the Send back")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	err := <-done
 	var ie *bidi.SendInterruptedError
-	if !errors.As(err, &ie) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Send = %v, want *SendInterruptedError wrapping DeadlineExceeded", err)
+	if !errors.As(err, &ie) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Send = %v, want *SendInterruptedError wrapping Canceled", err)
 	}
 	if err := sess.Send(ctx, bidi.Text("x")); !errors.As(err, &ie) {
 		t.Fatalf("Send after the interruption = %v", err)
@@ -654,5 +669,42 @@ func TestPaddingSourceReadSize(t *testing.T) {
 	}
 	if n := src.largest.Load(); n == 0 || n > 4096 {
 		t.Fatalf("largest read of the PaddingSource: %d bytes, want 1 to 4096", n)
+	}
+}
+
+// TestSendStalledByUnreadReplies: a large Send to a model that echoes,
+// with nobody calling Recv, stalls for good once the replies fill the
+// response's window and the model stops taking the request. When its
+// context ends, the error says so: flow control, and the unread replies
+// (still matching the context's error).
+func TestSendStalledByUnreadReplies(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, biditest.Echo())
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(), ctx)
+	sendCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- sess.Send(sendCtx, bidi.Binary(make([]byte, 8<<20))) }()
+	// Wait for the state itself (bounded by the test's context): the
+	// request held back while replies wait unread.
+	for !bidi.StalledByUnreadReplies(sess) {
+		select {
+		case err := <-done:
+			t.Fatalf("Send = %v, want it to stall", err)
+		case <-ctx.Done():
+			t.Fatal("the session never stalled")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	err := <-done
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Send = %v, want it to match context.Canceled", err)
+	}
+	for _, want := range []string{"flow control", "unread", "Recv"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Send = %q, want it to mention %q", err, want)
+		}
 	}
 }

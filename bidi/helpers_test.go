@@ -262,6 +262,11 @@ func engineGoroutines() []string {
 	return out
 }
 
+// leakBound bounds the waits for goroutines to exit. They exit at once;
+// the bound only ends the wait for one that never does, with room for a
+// loaded machine (no outcome is decided by it).
+const leakBound = 20 * time.Second
+
 // waitNoEngineGoroutines fails the test if goroutines of the engine are
 // still running after timeout. Nothing signals a goroutine's exit, so it
 // polls (see waitFor).

@@ -16,7 +16,7 @@ import (
 // session can end, and checks that no goroutine of package bidi survives
 // and that the goroutine count returns to where it was.
 func TestNoGoroutineLeaks(t *testing.T) {
-	waitNoBidiGoroutines(t, 5*time.Second) // other tests' leftovers
+	waitNoBidiGoroutines(t, leakBound) // other tests' leftovers
 	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 		if st.EndpointName == "fail" {
 			st.Fail(424, "ModelError", map[string]any{"Message": "container refused"})
@@ -36,7 +36,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	warm.CloseSend()
 	drainEOF(t, warm)
 	warm.Close()
-	waitNoBidiGoroutines(t, 5*time.Second)
+	waitNoBidiGoroutines(t, leakBound)
 	before := runtime.NumGoroutine()
 
 	const n = 60
@@ -56,18 +56,18 @@ func TestNoGoroutineLeaks(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	waitNoBidiGoroutines(t, 5*time.Second)
+	waitNoBidiGoroutines(t, leakBound)
 
 	// The goroutine count comes back too (transport goroutines of the
 	// streams included), once idle connections are closed on both sides.
 	// Nothing signals goroutines' exit: waitFor polls.
-	if !waitFor(5*time.Second, func() bool {
+	if !waitFor(leakBound, func() bool {
 		c.CloseIdleConnections()
 		return runtime.NumGoroutine() <= before
 	}) {
 		t.Fatalf("goroutines: %d before, %d after closing %d sessions", before, runtime.NumGoroutine(), n)
 	}
-	waitNoEngineGoroutines(t, 5*time.Second)
+	waitNoEngineGoroutines(t, leakBound)
 }
 
 // leakScenario runs session i to one of its possible ends.

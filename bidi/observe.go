@@ -242,7 +242,7 @@ func endReason(err error) string {
 		sie *SendInterruptedError
 		mse *ModelStreamError
 		isf *InternalStreamFailure
-		se  *StreamError
+		se  *ExceptionError
 	)
 	switch {
 	case err == nil, err == io.EOF, errors.Is(err, ErrStreamEnded), IsNormalClosure(err):
@@ -259,7 +259,7 @@ func endReason(err error) string {
 		return EndSendAborted
 	case errors.As(err, &mse), errors.As(err, &isf), errors.As(err, &se):
 		return EndStreamError
-	case errors.Is(err, ErrNoCredentials), errors.Is(err, ErrMalformedResponse):
+	case errors.Is(err, ErrNoCredentials), errors.Is(err, ErrExpiredCredentials), errors.Is(err, ErrMalformedResponse):
 		return EndClientFailed
 	}
 	return EndConnection

@@ -96,18 +96,6 @@ type Options struct {
 	// shared config file's sagemaker_runtime_http2 services section).
 	BaseEndpoint *string
 
-	// HTTPClient, if set, takes the client off its own HTTP/2 engine and
-	// sends every request through net/http instead: an escape hatch for
-	// environments that must route traffic through a custom RoundTripper.
-	// It is used as given and must speak HTTP/2 to the endpoint (otherwise
-	// Open fails with ErrNotHTTP2); none of the engine's guarantees (a
-	// bounded pool, waiting instead of dialing, bounded refusals, per-session
-	// memory, MaxStreamsPerConnection, the health-check options) apply.
-	// Nil, the default, means the engine. NewFromConfig never sets it: an
-	// *http.Client in aws.Config only lends the engine its trusted roots
-	// (TLSClientConfig.RootCAs) and its proxy function.
-	HTTPClient *http.Client
-
 	// TLSConfig is the TLS configuration of the engine's connections,
 	// cloned; nil means the system roots (or the aws.Config's CA bundle).
 	// Only "h2" is offered through ALPN. When it has no RootCAs, the CA
@@ -255,7 +243,7 @@ type Options struct {
 	// HealthCheckInterval is how long a connection may stay silent before
 	// an HTTP/2 PING checks the peer. 0 means DefaultHealthCheckInterval; a
 	// negative value disables health checks. Applies to the client's own
-	// HTTP/2 engine (with Options.HTTPClient, configure its transport).
+	// HTTP/2 engine.
 	HealthCheckInterval time.Duration
 
 	// HealthCheckTimeout is how long to wait for the PING acknowledgement

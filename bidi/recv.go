@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync/atomic"
 
 	"github.com/aws/smithy-go/logging"
@@ -40,9 +39,10 @@ type recvItem struct {
 // It returns io.EOF only when the service ended the stream cleanly between
 // messages. A stream cut off inside a message or a frame yields an error
 // wrapping io.ErrUnexpectedEOF; a mid-stream exception its typed error
-// ([*ModelStreamError], [*InternalStreamFailure], or [*StreamError] for
-// unmodeled ones); an HTTP error response its [*ResponseError]; a dead
-// connection an error matching [ErrDeadPeer]. These are terminal: later
+// ([*ModelStreamError], [*InternalStreamFailure], or [*ExceptionError] for
+// unmodeled ones); an HTTP error response its [*ResponseError]; a reset
+// stream or a GOAWAY an error holding an [*HTTP2Error] with its code; a
+// dead connection an error matching [ErrDeadPeer]. These are terminal: later
 // calls return the same error. A message larger than
 // Options.MaxMessageSize is discarded and reported as a
 // [*MessageTooLargeError]; that is not terminal, and the next call returns
@@ -106,10 +106,12 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 // buffer (which an idle session keeps); a larger one is a copy of its own.
 const partBufMax = 4 << 10
 
-// partData returns the item's data for RecvPart: owned data as it is, a
-// small part in s.partBuf, a larger one copied. The receive lock is held.
+// partData returns the item's data for RecvPart: a small part in
+// s.partBuf (also one the session read ahead, so that where a part ends
+// up does not depend on when it arrived), a larger one owned. The receive
+// lock is held.
 func (s *Session) partData(it recvItem) []byte {
-	if it.owned || len(it.data) == 0 || len(it.data) > partBufMax {
+	if len(it.data) == 0 || len(it.data) > partBufMax {
 		return it.ownData()
 	}
 	n := len(it.data)
@@ -158,7 +160,7 @@ func (s *Session) lockRecv(ctx context.Context) error {
 // or a model error on it, reaches Send without waiting for Recv. Beyond
 // that, HTTP/2 flow control holds the service back.
 type receiver struct {
-	src  respSource
+	src  *transport.Stream
 	dec  *eventstream.Decoder
 	part wire.Part
 
@@ -175,81 +177,45 @@ type receiver struct {
 	bgRounds  atomic.Int64  // times the session goroutine was woken to read ahead (for tests)
 }
 
-// respSource is the response body as the receiver reads it: without
-// waiting, with a notification when to try again. The engine's
-// *transport.Stream is one; pumpSource adapts net/http's bodies.
-type respSource interface {
-	// ReadNow copies ready bytes into p without blocking. It returns 0,
-	// nil when nothing is ready, io.EOF after the last byte and the
-	// stream's error once it failed.
-	ReadNow(p []byte) (int, error)
-	// SetNotify makes the source call f, which must not block, when
-	// ReadNow may have more to return.
-	SetNotify(f func())
-	// Done is closed when the stream is over (ended or failed): every
-	// byte it will ever return is buffered.
-	Done() <-chan struct{}
-	Close() error
-}
-
 // shrink lets the decoder give a large buffer back once what it decoded
 // was copied out, so that an idle session holds none. The receive lock
 // is held.
 func (r *receiver) shrink() {
-	if r.dec != nil {
+	// dec is the run goroutine's until streaming is set (a Recv that
+	// gave up before the answer must not look at it).
+	if r.streaming.Load() {
 		r.part = wire.Part{} // it aliases the decoder's buffer
 		r.dec.Shrink()
 	}
 }
 
-// nonBlocking is the decoder's view of a respSource: nothing ready is
-// eventstream.ErrWouldBlock.
-type nonBlocking struct{ src respSource }
+// streamReader is the decoder's view of the engine's response stream:
+// an eventstream.Peeker that lends the stream's buffered bytes (a message
+// that arrived whole is decoded in place) and says "nothing ready" as
+// eventstream.ErrWouldBlock, where the stream says (0, nil).
+type streamReader struct{ st *transport.Stream }
 
-func (r nonBlocking) Read(p []byte) (int, error) {
-	n, err := r.src.ReadNow(p)
+func (r streamReader) Read(p []byte) (int, error) {
+	n, err := r.st.ReadNow(p)
 	if n == 0 && err == nil {
 		return 0, eventstream.ErrWouldBlock
 	}
 	return n, err
 }
 
-// lendingSource is a respSource that lends its buffered bytes, as the
-// engine's streams do: the decoder then decodes a message that arrived
-// whole in place, instead of copying it into a buffer of its own first.
-type lendingSource interface {
-	respSource
-	Peek() ([]byte, error)
-	Discard(n int)
-}
-
-// nonBlockingPeeker is nonBlocking for a lendingSource: an
-// eventstream.Peeker.
-type nonBlockingPeeker struct{ src lendingSource }
-
-func (r nonBlockingPeeker) Read(p []byte) (int, error) { return nonBlocking{r.src}.Read(p) }
-
-func (r nonBlockingPeeker) Peek() ([]byte, error) {
-	b, err := r.src.Peek()
+func (r streamReader) Peek() ([]byte, error) {
+	b, err := r.st.Peek()
 	if len(b) == 0 && err == nil {
 		return nil, eventstream.ErrWouldBlock
 	}
 	return b, err
 }
 
-func (r nonBlockingPeeker) Discard(n int) { r.src.Discard(n) }
-
-// decoderSource returns the decoder's view of src.
-func decoderSource(src respSource) io.Reader {
-	if l, ok := src.(lendingSource); ok {
-		return nonBlockingPeeker{l}
-	}
-	return nonBlocking{src}
-}
+func (r streamReader) Discard(n int) { r.st.Discard(n) }
 
 // startReceiving makes src the response stream Recv reads. It is called
 // by the run goroutine before respReady is closed.
-func (s *Session) startReceiving(src respSource) {
+func (s *Session) startReceiving(src *transport.Stream) {
 	r := &s.rx
 	r.src = src
 	r.recvWake = make(chan struct{}, 1)
@@ -257,7 +223,7 @@ func (s *Session) startReceiving(src respSource) {
 	// Payloads over MaxMessageSize are skipped as they stream, never
 	// buffered: what the session holds is bounded by its limit, not by
 	// the format's 24 MiB.
-	r.dec = eventstream.NewDecoder(decoderSource(src), func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
+	r.dec = eventstream.NewDecoder(streamReader{src}, func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
 	src.SetNotify(s.notify)
 	signal(r.bgWake) // bytes may have come with the response head
 	// A waiting Recv watches recvWake only: the session's end wakes it.
@@ -385,12 +351,27 @@ func (s *Session) deliver(it recvItem) (recvItem, error) {
 		return it, nil
 	}
 	err := it.err
-	if err == io.EOF && s.midMessage {
-		err = fmt.Errorf("bidi: stream ended inside a message: %w", io.ErrUnexpectedEOF)
+	if s.midMessage && !errors.Is(err, io.ErrUnexpectedEOF) && !isAPIError(err) {
+		// Cut between the parts of a message: whatever cut it (a clean
+		// end, a reset, a dead connection), the message is incomplete;
+		// the cause stays in the chain. (The model's own error says
+		// why it stopped, and stays as it is.)
+		if err == io.EOF {
+			err = fmt.Errorf("bidi: stream ended inside a message: %w", io.ErrUnexpectedEOF)
+		} else {
+			err = fmt.Errorf("bidi: stream ended inside a message: %w: %w", io.ErrUnexpectedEOF, err)
+		}
 	}
 	s.recvErr = err
 	s.cancel(terminalSendError(it.err))
 	return recvItem{}, err
+}
+
+// isAPIError reports whether err carries a service or model error code
+// (the smithy APIError shape).
+func isAPIError(err error) bool {
+	var api interface{ ErrorCode() string }
+	return errors.As(err, &api)
 }
 
 // decode decodes the next part or the terminal item from what the stream
@@ -469,7 +450,7 @@ func partShape(p *wire.Part) string {
 // meanwhile, that cause stands.
 func (s *Session) streamEnded(err error) recvItem {
 	if s.ctx.Err() == nil {
-		s.end(terminalSendError(err), phaseEnded, endDefinite)
+		s.end(terminalSendError(err), endSendSide, endDefinite)
 		if s.c.logOn {
 			s.logf(logging.Debug, "bidi: response stream of endpoint %q ended: %s", s.input.EndpointName, errorCode(err))
 		}
@@ -548,7 +529,7 @@ func (s *Session) readAheadLocked(final bool) {
 		r.aheadBytes += it.size
 	}
 	if final {
-		s.end(fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded), phaseEnded, endProvisional)
+		s.end(fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded), endSendSide, endProvisional)
 	}
 }
 
@@ -582,26 +563,19 @@ func (s *Session) decodeError(err error) error {
 	return classifyTransportError(err)
 }
 
-// classifyTransportError wraps transport errors the caller may want to
-// tell apart: a connection that failed its health check (ErrDeadPeer).
+// classifyTransportError puts an engine error in the session's terms,
+// keeping its whole chain: ErrNotHTTP2 and ErrDeadPeer are the engine's
+// own sentinels; an HTTP/2 error code is an *HTTP2Error in front; others
+// are "stream failed".
 func classifyTransportError(err error) error {
 	if err == nil {
 		return nil
 	}
-	switch {
-	case errors.Is(err, transport.ErrDeadPeer):
-		return fmt.Errorf("%w: %s", ErrDeadPeer, strings.TrimPrefix(err.Error(), transport.ErrDeadPeer.Error()+": "))
-	case errors.Is(err, transport.ErrNotHTTP2):
-		return fmt.Errorf("%w: %s", ErrNotHTTP2, strings.TrimPrefix(err.Error(), transport.ErrNotHTTP2.Error()+": "))
+	if errors.Is(err, ErrNotHTTP2) {
+		return err // the engine's sentinel is bidi's, and it says it all
 	}
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "client connection lost"):
-		// net/http's HTTP/2 transport closes a connection whose PING
-		// went unanswered with this error.
-		return fmt.Errorf("%w: %w", ErrDeadPeer, err)
-	case strings.Contains(msg, "no application protocol"), strings.Contains(msg, "unexpected ALPN protocol"):
-		return fmt.Errorf("%w: %w", ErrNotHTTP2, err)
+	if h := http2ErrorOf(err); h != err {
+		return h
 	}
 	return fmt.Errorf("bidi: stream failed: %w", err)
 }

@@ -16,8 +16,7 @@ import (
 // TestRecvResumesInsideAFrame: Recv decodes on the caller's goroutine, so
 // a Recv whose context ends while only part of a frame has arrived must
 // leave those bytes in place: the next Recv returns the whole message,
-// then the one after it. Each engine is tried, the default one and
-// net/http's (Options.HTTPClient).
+// then the one after it.
 func TestRecvResumesInsideAFrame(t *testing.T) {
 	frame, err := eventstream.AppendMessage(nil, &eventstream.Message{
 		Headers: wire.AppendPartHeaders(nil, &wire.Part{DataType: wire.DataTypeUTF8, CompletionState: wire.CompletionComplete}),
@@ -26,42 +25,35 @@ func TestRecvResumesInsideAFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, engine := range []string{"ours", "nethttp"} {
-		t.Run(engine, func(t *testing.T) {
-			next := make(chan struct{})
-			srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
-				st.WriteRaw(frame[:5]) // inside the prelude
-				<-next
-				st.WriteRaw(frame[5 : len(frame)-3])
-				<-next
-				st.WriteRaw(frame[len(frame)-3:])
-				st.Send(bidi.Text("after"))
-				<-st.Context().Done()
-			}))
-			c := srv.Client()
-			if engine == "nethttp" {
-				c = srv.Client(func(o *bidi.Options) { o.HTTPClient = srv.HTTPClient() })
-			}
-			ctx := testCtx(t)
-			sess := open(t, c, ctx)
-			for range 2 {
-				// The timeout only decides how much of the frame has
-				// arrived when Recv gives up; whatever it is, the
-				// result below must be the same.
-				short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-				_, err := sess.Recv(short)
-				cancel()
-				if !errors.Is(err, context.DeadlineExceeded) {
-					t.Fatalf("Recv with a short context = %v, want its deadline", err)
-				}
-				next <- struct{}{}
-			}
-			for _, want := range []string{"a message sent in three writes", "after"} {
-				if m, err := sess.Recv(ctx); err != nil || string(m.Data) != want {
-					t.Fatalf("Recv = %q, %v; want %q", m.Data, err, want)
-				}
-			}
-		})
+	next := make(chan struct{})
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.WriteRaw(frame[:5]) // inside the prelude
+		<-next
+		st.WriteRaw(frame[5 : len(frame)-3])
+		<-next
+		st.WriteRaw(frame[len(frame)-3:])
+		st.Send(bidi.Text("after"))
+		<-st.Context().Done()
+	}))
+	c := srv.Client()
+	ctx := testCtx(t)
+	sess := open(t, c, ctx)
+	for range 2 {
+		// The timeout only decides how much of the frame has
+		// arrived when Recv gives up; whatever it is, the
+		// result below must be the same.
+		short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		_, err := sess.Recv(short)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Recv with a short context = %v, want its deadline", err)
+		}
+		next <- struct{}{}
+	}
+	for _, want := range []string{"a message sent in three writes", "after"} {
+		if m, err := sess.Recv(ctx); err != nil || string(m.Data) != want {
+			t.Fatalf("Recv = %q, %v; want %q", m.Data, err, want)
+		}
 	}
 }
 
@@ -131,5 +123,32 @@ func TestRecvPartReusesSmallBuffer(t *testing.T) {
 	recvPart(bytes.Repeat([]byte{4}, 640))
 	if !bytes.Equal(big.Data, bytes.Repeat([]byte{3}, 5000)) {
 		t.Fatal("a large part changed under the next RecvPart")
+	}
+}
+
+// TestRecvGivesUpBeforeAnswer: a Recv that returns before the model
+// answered (the session was closed) does not touch the receive state that
+// the session's goroutine sets up when the answer comes (a data race
+// under -race before).
+func TestRecvGivesUpBeforeAnswer(t *testing.T) {
+	srv := newServer(t, biditest.Echo())
+	ctx := testCtx(t)
+	recvDone := make(chan error, 1)
+	t.Cleanup(bidi.SetAnsweredHook(func(s *bidi.Session) {
+		s.Close()
+		go func() {
+			_, err := s.Recv(ctx)
+			recvDone <- err
+		}()
+	}))
+	// Open may return the session or, if it sees the close first, its
+	// error: either way the hook ran.
+	if sess, err := srv.Client().Open(ctx, &bidi.OpenInput{EndpointName: "my-endpoint"}); err == nil {
+		defer sess.Close()
+	} else if !errors.Is(err, bidi.ErrSessionClosed) {
+		t.Fatalf("Open = %v", err)
+	}
+	if err := <-recvDone; !errors.Is(err, bidi.ErrSessionClosed) {
+		t.Fatalf("Recv = %v, want ErrSessionClosed", err)
 	}
 }

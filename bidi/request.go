@@ -3,7 +3,6 @@ package bidi
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -43,7 +42,24 @@ const Version = "0.1.0"
 // refreshes in the background and returns when ctx is done, so it is
 // called directly. Other providers are called in a goroutine; if ctx ends
 // first, the call finishes in the background and its result is dropped.
-func retrieveCredentials(ctx context.Context, provider aws.CredentialsProvider) (aws.Credentials, error) {
+//
+// Credentials that expired before now are refused with
+// ErrExpiredCredentials: the service would refuse them.
+func retrieveCredentials(ctx context.Context, provider aws.CredentialsProvider, now time.Time) (aws.Credentials, error) {
+	c, err := retrieveFrom(ctx, provider)
+	if err == nil && c.CanExpire && c.Expires.Before(now) {
+		source := ""
+		if c.Source != "" {
+			source = " from " + c.Source
+		}
+		return aws.Credentials{}, fmt.Errorf("%s: %w: the credentials%s expired at %s, %s before the request; refresh them at their source",
+			credentialsErrorPrefix, ErrExpiredCredentials, source, c.Expires.UTC().Format(time.RFC3339), now.Sub(c.Expires).Round(time.Second))
+	}
+	return c, err
+}
+
+// retrieveFrom is retrieveCredentials without the expiry check.
+func retrieveFrom(ctx context.Context, provider aws.CredentialsProvider) (aws.Credentials, error) {
 	if provider == nil {
 		return aws.Credentials{}, ErrNoCredentials
 	}
@@ -80,8 +96,8 @@ func retrieveCredentials(ctx context.Context, provider aws.CredentialsProvider) 
 // newRequest builds the signed POST that opens a stream (docs/wire.md §3) and
 // returns it with the seed of the event signature chain: the request's own
 // signature.
-func (c *Client) newRequest(ctx context.Context, u *url.URL, in *OpenInput, creds aws.Credentials, body io.ReadCloser, now time.Time) (*http.Request, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), body)
+func (c *Client) newRequest(ctx context.Context, u *url.URL, in *OpenInput, creds aws.Credentials, now time.Time) (*http.Request, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", requestConstructionMessage, err)
 	}

@@ -28,15 +28,16 @@ type Response struct {
 	RequestID string
 }
 
-func responseOf(resp *http.Response) *Response {
+// headResponse returns the Response of a 2xx response head.
+func headResponse(status int, h http.Header) *Response {
 	r := &Response{
-		StatusCode:               resp.StatusCode,
-		Header:                   resp.Header,
-		InvokedProductionVariant: resp.Header.Get(headerInvokedVariant),
-		RequestID:                resp.Header.Get(headerRequestID),
+		StatusCode:               status,
+		Header:                   h,
+		InvokedProductionVariant: h.Get(headerInvokedVariant),
+		RequestID:                h.Get(headerRequestID),
 	}
 	if r.RequestID == "" {
-		r.RequestID = resp.Header.Get(headerAlternateRequestID)
+		r.RequestID = h.Get(headerAlternateRequestID)
 	}
 	return r
 }
@@ -133,21 +134,21 @@ const maxErrorBody = 64 << 10
 // maxErrorBody bytes of the body and closes it. The error type comes from
 // the X-Amzn-ErrorType header, else the body's __type, else its code
 // member, sanitised (":uri" suffix and "namespace#" prefix dropped).
-func responseError(resp *http.Response) error {
+func responseError(status int, h http.Header, body io.ReadCloser) error {
 	e := &ResponseError{
-		StatusCode: resp.StatusCode,
-		Header:     resp.Header,
-		RequestID:  resp.Header.Get("X-Amzn-Requestid"),
+		StatusCode: status,
+		Header:     h,
+		RequestID:  h.Get("X-Amzn-Requestid"),
 	}
-	if resp.Body != nil {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		if len(body) > 0 {
-			e.Body = body
+	if body != nil {
+		b, _ := io.ReadAll(io.LimitReader(body, maxErrorBody))
+		body.Close()
+		if len(b) > 0 {
+			e.Body = b
 		}
 	}
 	info, _ := parseErrorBody(e.Body)
-	typ := resp.Header.Get("X-Amzn-Errortype")
+	typ := h.Get("X-Amzn-Errortype")
 	if typ == "" {
 		typ = info.Type
 	}
@@ -160,7 +161,7 @@ func responseError(resp *http.Response) error {
 	}
 	e.Message = info.Message
 	if e.RequestID == "" {
-		e.RequestID = resp.Header.Get("X-Amz-Request-Id")
+		e.RequestID = h.Get("X-Amz-Request-Id")
 	}
 	e.Err = modeledError(e.Code, info.modeledFields)
 	return e

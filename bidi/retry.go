@@ -1,7 +1,6 @@
 package bidi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -11,33 +10,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/backoff"
 )
 
 // retryBaseDelay is the first backoff step of a retried open.
 const retryBaseDelay = 50 * time.Millisecond
 
-// backoff returns the full-jitter delay before attempt n+1 after n failed
+// retryBackoff returns the full-jitter delay before attempt n+1 after n failed
 // attempts: uniform in [0, min(maxDelay, base·2^(n-1))], the engine's
-// backoff with retryBaseDelay.
-func backoff(n int, maxDelay time.Duration) time.Duration {
-	return transport.Backoff(n, retryBaseDelay, maxDelay)
-}
-
-// sleepCtx waits for d or until ctx is done; it reports whether the full
-// delay elapsed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+// backoff (backoff.Delay) with retryBaseDelay.
+func retryBackoff(n int, maxDelay time.Duration) time.Duration {
+	return backoff.Delay(n, retryBaseDelay, maxDelay)
 }
 
 // retryClass is what an open's failure says about trying again.
@@ -137,7 +120,7 @@ func (o *Options) resolveRetryer(maxAttemptsSet bool) {
 			so.MaxAttempts = o.RetryMaxAttempts
 			maxBackoff := o.RetryMaxBackoff
 			so.Backoff = retry.BackoffDelayerFunc(func(attempt int, _ error) (time.Duration, error) {
-				return backoff(attempt, maxBackoff), nil
+				return retryBackoff(attempt, maxBackoff), nil
 			})
 		}
 		if o.RetryMode == aws.RetryModeAdaptive {

@@ -1,11 +1,13 @@
 package bidi_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
@@ -131,7 +133,7 @@ func TestRetryLimits(t *testing.T) {
 		}
 		// The session's goroutine, the one that would retry, has exited:
 		// no attempt can follow.
-		waitNoBidiGoroutines(t, 5*time.Second)
+		waitNoBidiGoroutines(t, leakBound)
 		if n := attempts.Load(); n != 1 {
 			t.Fatalf("%d attempts: a stream the model answered was retried", n)
 		}
@@ -150,4 +152,62 @@ func TestRetryLimits(t *testing.T) {
 			t.Fatalf("Recv = %v after %d attempts; want the 503 after 1 (500 bytes sent > ReplayLimit)", err, attempts.Load())
 		}
 	})
+}
+
+// TestRetryEndsBeforeNextAttempt: when the next attempt of a retried open
+// cannot be made (its credentials fail, or Open's context ends while they
+// are retrieved), the session fails with that cause; it used to panic on
+// the attempt that was never made.
+func TestRetryEndsBeforeNextAttempt(t *testing.T) {
+	errBroken := errors.New("credential source broken")
+	for _, cancelOpen := range []bool{false, true} {
+		name := "credentials fail"
+		if cancelOpen {
+			name = "Open's context cancelled"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(testCtx(t))
+			defer cancel()
+			var (
+				calls atomic.Int32
+				cache *aws.CredentialsCache
+			)
+			var attempts atomic.Int32
+			srv := newServer(t, failFirst(1, 0, &attempts, func(st *biditest.Stream) {
+				// The retry must retrieve credentials again.
+				cache.Invalidate()
+				st.Fail(503, "ServiceUnavailableError", map[string]any{"Message": "busy"})
+			}))
+			c := srv.Client(fastRetry, func(o *bidi.Options) {
+				inner := o.Credentials
+				cache = aws.NewCredentialsCache(aws.CredentialsProviderFunc(func(pctx context.Context) (aws.Credentials, error) {
+					if calls.Add(1) == 1 {
+						return inner.Retrieve(pctx)
+					}
+					if cancelOpen {
+						cancel()
+						return aws.Credentials{}, pctx.Err()
+					}
+					return aws.Credentials{}, errBroken
+				}))
+				o.Credentials = cache
+			})
+			sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "my-endpoint"})
+			if err == nil {
+				defer sess.Close()
+				_, err = sess.Response(context.Background())
+			}
+			if cancelOpen {
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("error = %v, want context.Canceled", err)
+				}
+			} else if !errors.Is(err, errBroken) {
+				t.Fatalf("error = %v, want the credential error", err)
+			}
+			if n := calls.Load(); n != 2 {
+				t.Fatalf("credentials retrieved %d times, want 2", n)
+			}
+		})
+	}
 }

@@ -563,7 +563,7 @@ func (rs *RotatingSession) plan(g *generation) (time.Time, RotationReason) {
 	if rs.expiryMargin < 0 {
 		return due, why
 	}
-	creds, err := retrieveCredentials(rs.ctx, rs.c.options.Credentials)
+	creds, err := retrieveFrom(rs.ctx, rs.c.options.Credentials)
 	if err != nil || !creds.CanExpire {
 		return due, why
 	}

@@ -45,7 +45,11 @@ func (e *SendInterruptedError) Unwrap() error { return e.Err }
 
 // Send sends one message to the model and returns once it is queued:
 // the queue is small (64 KiB, or one larger part), so Send blocks while
-// the service is not reading; ctx bounds that wait. m.Data is copied.
+// the service is not reading; ctx bounds that wait. A model that answers
+// while it reads (an echo, say) stops reading once its unread replies fill
+// the response's flow-control window, so read with Recv while sending
+// large messages: a Send whose ctx ends in that state says so. m.Data is
+// copied.
 // Messages larger than Options.MaxPartSize go out as one fragmented
 // message (see [Session.SendPart]); every part is padded per
 // Options.Padding.
@@ -254,13 +258,30 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 		select {
 		case <-s.pipe.space:
 		case <-ctx.Done():
-			return s.interrupted(ctx.Err(), midMessage)
+			return s.interrupted(s.flowStall(ctx.Err()), midMessage)
 		case <-s.state.over:
 			return s.sendCause()
 		case <-s.ctx.Done():
 			return s.sendCause()
 		}
 	}
+}
+
+// flowStall returns err, the end of a Send's wait for queue space,
+// explained when the wait could not have ended: HTTP/2 flow control
+// holds the request back (the model takes no more) while replies that
+// nobody has read fill the response's window, as with a model that
+// echoes and a caller that sends without calling Recv.
+func (s *Session) flowStall(err error) error {
+	st := s.stream.Load()
+	if st == nil {
+		return err
+	}
+	unread := st.Buffered()
+	if unread == 0 || !st.SendBlocked() {
+		return err
+	}
+	return fmt.Errorf("bidi: Send waited on HTTP/2 flow control: the model takes no more while %d bytes of its replies are unread (call Recv while sending): %w", unread, err)
 }
 
 // interrupted handles a part that could not be queued because of err (ctx
@@ -278,7 +299,7 @@ func (s *Session) interrupted(err error, midMessage bool) error {
 	ie := &SendInterruptedError{Err: err}
 	// Atomic with the reader recording why the stream ended: if it did
 	// first, that reason stands and the session is left alone.
-	if !s.end(ie, phaseClosed, endIfOpen) {
+	if !s.end(ie, endSession, endIfOpen) {
 		return s.sendCause()
 	}
 	return ie

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/backoff"
 )
 
 // ErrStreamEnded is returned (possibly wrapped) by Send once the service
@@ -63,12 +64,17 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // Recv waits); its request body is written by its connection's shared
 // writer, so an idle session costs that one goroutine. Close or the cancellation
 // unblocks every pending Send, Recv and Response, resets the HTTP/2 stream
-// and makes that goroutine exit. The phases a session goes through are
-// described at [phase] (state.go). After a failure, Send and Recv return
+// and makes that goroutine exit. After a failure, Send and Recv return
 // the cause: a typed error such as [*ResponseError] or [*ModelStreamError],
 // or an error wrapping io.ErrUnexpectedEOF or matching [ErrDeadPeer]; Recv
 // returns io.EOF only when the service ended the stream cleanly.
 type Session struct {
+	// Lock order: sendLock before pipe.mu, pipe.mu before the engine's
+	// connection lock (a body's ready callback); recvLock before the
+	// engine stream's lock (ReadNow, Peek); state.mu is innermost. No
+	// callback of the engine runs under an engine lock (see the
+	// transport's doc.go). docs/design.md draws the whole picture.
+
 	// Set by newSession, read-only after.
 	c     *Client
 	opts  *Options
@@ -77,12 +83,12 @@ type Session struct {
 
 	// ctx is the session's lifetime, derived from Open's context; every
 	// HTTP attempt's context derives from it. It is cancelled, with the
-	// terminal error as cause, when the session reaches phaseClosed, and
+	// terminal error as cause, when the session ends (end with endSession), and
 	// with ErrStreamEnded once a clean end was delivered to the queue.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// state is the phase and the one terminal-error slot (see end).
+	// state is the one terminal-error slot (see end).
 	state sessionState
 
 	// Send side. sendLock guards the fields below it, except pipe, which
@@ -116,8 +122,8 @@ type Session struct {
 	midMessage bool         // the last part delivered was PARTIAL
 	maxMessage int
 
-	// stream is the current attempt's engine stream (nil before it, and
-	// with Options.HTTPClient), reset by Close.
+	// stream is the current attempt's engine stream (nil before it),
+	// reset by Close.
 	stream atomic.Pointer[transport.Stream]
 
 	// obs traces and measures the session (nil when unobserved); its
@@ -158,7 +164,7 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 	}
 	s.state.init()
 	s.ctx, s.cancel = context.WithCancelCause(parent)
-	s.pipe.init(c.options.ReplayLimit, s.ctx.Done())
+	s.pipe.init(c.options.ReplayLimit)
 	return s
 }
 
@@ -210,7 +216,7 @@ func (s *Session) Close() error {
 			s.logf(logging.Debug, "bidi: closing session with endpoint %q", s.input.EndpointName)
 		}
 	}
-	s.end(ErrSessionClosed, phaseClosed, endDefinite)
+	s.end(ErrSessionClosed, endSession, endDefinite)
 	if st := s.stream.Load(); st != nil {
 		st.Close() // now, not when the context's watchers run
 	}
@@ -255,75 +261,60 @@ type attempt struct {
 // newAttempt retrieves credentials, signs a new request whose body is
 // attached to the session's pipe and returns it, ready to send.
 func (s *Session) newAttempt(n int) (*attempt, error) {
-	creds, err := retrieveCredentials(s.ctx, s.opts.Credentials)
+	creds, err := retrieveCredentials(s.ctx, s.opts.Credentials, s.c.now())
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
-	body := newReqBody(&s.pipe, nil)
-	req, seed, err := s.c.newRequest(ctx, s.url, &s.input, creds, body, s.c.now())
+	req, seed, err := s.c.newRequest(ctx, s.url, &s.input, creds, s.c.now())
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	newSigner := func() *eventstream.Signer {
-		return eventstream.NewSigner(creds, s.opts.Region, signingName, seed, func(o *eventstream.SignerOptions) {
-			o.Now = s.c.now
-		})
-	}
-	body.signer = newSigner()
+	body := newReqBody(&s.pipe, eventstream.NewSigner(creds, s.opts.Region, signingName, seed, func(o *eventstream.SignerOptions) {
+		o.Now = s.c.now
+	}))
+	// The body starts with the first queued part: a retried attempt
+	// sends everything sent so far again, on its own chain.
 	if err := s.pipe.attach(body); err != nil {
 		cancel()
 		return nil, err
 	}
-	// The transport asks for the body again when it retries the request
-	// on another connection, which it does only for a stream the server
-	// refused or never saw (REFUSED_STREAM, GOAWAY, a connection that
-	// broke before the stream started). The new body sends everything
-	// sent so far again, on a chain restarted from the same seed.
-	req.GetBody = func() (io.ReadCloser, error) {
-		b := newReqBody(&s.pipe, newSigner())
-		if err := s.pipe.attach(b); err != nil {
-			return nil, err
-		}
-		return b, nil
-	}
 	return &attempt{n: n, req: req, body: body, cancel: cancel}, nil
 }
 
-// errCannotReplay is returned to the transport when it wants to resend a
-// request whose body is no longer fully recorded.
+// errCannotReplay is the error of an attempt that cannot be made because
+// what earlier attempts sent is no longer fully recorded.
 var errCannotReplay = errors.New("bidi: cannot resend the request: more than ReplayLimit bytes were sent")
 
 // run sends the request, retries the open on transient errors, publishes
 // the response headers and the stream Recv reads, and then watches for
 // the stream's end (watchEnd). It is the session's own goroutine.
 func (s *Session) run(a *attempt) {
-	defer func() { a.cancel() }()
+	defer func() {
+		if a != nil { // nil when nextAttempt failed the session
+			a.cancel()
+		}
+	}()
 	if s.obs != nil {
 		defer func() { s.obs.end(s.endCause()) }()
 	}
 	for {
 		s.obs.attempt()
-		resp, err := s.roundTrip(a)
+		st, resp, err := s.roundTrip(a)
 		if err != nil {
 			if !s.retryRefused(err) {
 				s.fail(s.refusalError(s.transportError(err)))
 				return
 			}
 			s.pipe.detach()
-			if a = s.nextAttempt(a, backoff(s.refusals, s.opts.RetryMaxBackoff)); a == nil {
+			if a = s.nextAttempt(a, retryBackoff(s.refusals, s.opts.RetryMaxBackoff)); a == nil {
 				return
 			}
 			continue
 		}
-		if resp.ProtoMajor != 2 {
-			resp.Body.Close()
-			s.fail(fmt.Errorf("%w (response protocol %s)", ErrNotHTTP2, resp.Proto))
-			return
-		}
 		if resp.StatusCode/100 != 2 {
-			err := responseError(resp)
+			err := responseError(resp.StatusCode, resp.Header, st)
 			s.pipe.detach() // this attempt's body takes no more parts
 			delay, ok := s.retry(a, err)
 			if !ok {
@@ -340,7 +331,7 @@ func (s *Session) run(a *attempt) {
 			// A 200 that is not an event stream (a proxy's page, a
 			// misrouted request) is not the model's answer, even when
 			// its body is empty.
-			resp.Body.Close()
+			st.Close()
 			s.fail(fmt.Errorf("%w: HTTP %d with Content-Type %q, want %q", ErrMalformedResponse, resp.StatusCode, cleanText(resp.Header.Get("Content-Type")), contentTypeEventStream))
 			return
 		}
@@ -349,15 +340,13 @@ func (s *Session) run(a *attempt) {
 		}
 		// The model has answered: never retry from here on.
 		s.pipe.stopReplay()
-		src, ok := resp.Body.(respSource)
-		if !ok {
-			src = newPumpSource(resp.Body)
+		defer st.Close()
+		if h := testHookAnswered.Load(); h != nil {
+			(*h)(s)
 		}
-		defer src.Close()
-		s.startReceiving(src)
-		s.resp = responseOf(resp)
+		s.startReceiving(st)
+		s.resp = headResponse(resp.StatusCode, resp.Header)
 		s.obs.response(resp.StatusCode)
-		s.state.advance(phaseStreaming)
 		close(s.respReady)
 		s.rx.streaming.Store(true)
 		if s.c.logOn {
@@ -368,12 +357,16 @@ func (s *Session) run(a *attempt) {
 	}
 }
 
+// testHookAnswered, if set (by tests), is called by the session's
+// goroutine when the model has answered, before Recv can read the stream.
+var testHookAnswered atomic.Pointer[func(*Session)]
+
 // nextAttempt ends attempt a, waits delay and makes the next attempt; it
 // returns nil after failing the session if the wait or the new attempt
 // failed.
 func (s *Session) nextAttempt(a *attempt, delay time.Duration) *attempt {
 	a.cancel()
-	if !sleepCtx(s.ctx, delay) {
+	if !backoff.Sleep(s.ctx, delay) {
 		s.fail(s.sessionErr())
 		return nil
 	}
@@ -479,7 +472,7 @@ func (s *Session) fail(err error) {
 	if s.ctx.Err() != nil {
 		err = s.sessionErr()
 	}
-	s.end(err, phaseClosed, endDefinite)
+	s.end(err, endSession, endDefinite)
 	close(s.respReady)
 	s.logf(logging.Debug, "bidi: session with endpoint %q failed before the model answered: %s", s.input.EndpointName, errorCode(err))
 }

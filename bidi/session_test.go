@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,19 +159,14 @@ func TestOpenReturnsBeforeResponse(t *testing.T) {
 	drainEOF(t, sess)
 }
 
-// failingTransport fails the test if a request is ever sent.
-type failingTransport struct{ used atomic.Bool }
-
-func (f *failingTransport) RoundTrip(*http.Request) (*http.Response, error) {
-	f.used.Store(true)
-	return nil, errors.New("unexpected request")
-}
-
 func TestOpenValidatesBeforeIO(t *testing.T) {
-	ft := &failingTransport{}
+	var dials atomic.Int32
 	creds := &countingProvider{}
 	c := bidi.NewFromConfig(aws.Config{Region: "us-west-2", Credentials: creds}, func(o *bidi.Options) {
-		o.HTTPClient = &http.Client{Transport: ft}
+		o.DialContext = func(context.Context, string, string) (net.Conn, error) {
+			dials.Add(1)
+			return nil, errors.New("unexpected dial")
+		}
 	})
 	ctx := testCtx(t)
 	cases := []struct {
@@ -193,8 +188,8 @@ func TestOpenValidatesBeforeIO(t *testing.T) {
 			t.Errorf("Open(%+v) = %v, %v; want *InputValidationError for %s", tc.in, sess, err, tc.field)
 		}
 	}
-	if ft.used.Load() {
-		t.Error("a request was sent for invalid input")
+	if dials.Load() != 0 {
+		t.Error("a connection was dialed for invalid input")
 	}
 	if creds.calls.Load() != 0 {
 		t.Error("credentials were retrieved for invalid input")
@@ -241,17 +236,62 @@ func TestOpenCredentialFailures(t *testing.T) {
 		c := srv.Client(func(o *bidi.Options) { o.Credentials = p })
 		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
-		start := time.Now()
+		// Returning at all shows the wait is bounded by ctx.
 		sess, err := c.Open(short, &bidi.OpenInput{EndpointName: "ep"})
 		if sess != nil || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Open = %v, %v; want DeadlineExceeded", sess, err)
 		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Fatalf("Open took %v with a hanging credentials provider", d)
+	})
+	t.Run("expired", func(t *testing.T) {
+		// Credentials that expired before the client's clock are refused
+		// before any I/O (nothing is dialed), as the service would.
+		now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		var dials atomic.Int32
+		c := srv.Client(func(o *bidi.Options) {
+			o.Now = func() time.Time { return now }
+			o.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+				return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret", CanExpire: true, Expires: now.Add(-time.Minute), Source: "test"}, nil
+			})
+			o.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dials.Add(1)
+				return (&net.Dialer{}).DialContext(ctx, network, addr)
+			}
+		})
+		sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
+		if sess != nil || !errors.Is(err, bidi.ErrExpiredCredentials) {
+			t.Fatalf("Open = %v, %v; want ErrExpiredCredentials", sess, err)
+		}
+		for _, want := range []string{"2026-01-02T03:03:05Z", "from test", "1m0s"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Open = %q, want it to name %q", err, want)
+			}
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open = %q shows the secret", err)
+		}
+		if n := dials.Load(); n != 0 {
+			t.Fatalf("%d dials for expired credentials", n)
 		}
 	})
-	if n := len(srv.Streams()); n != 0 {
-		t.Fatalf("server saw %d streams", n)
+	t.Run("expiring later", func(t *testing.T) {
+		now := time.Now()
+		c := srv.Client(func(o *bidi.Options) {
+			inner := o.Credentials
+			o.Credentials = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+				cr, err := inner.Retrieve(ctx)
+				cr.CanExpire, cr.Expires = true, now.Add(time.Hour)
+				return cr, err
+			})
+		})
+		sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
+		if err != nil {
+			t.Fatalf("Open with credentials valid for an hour: %v", err)
+		}
+		roundTrip(t, sess, "valid")
+		sess.Close()
+	})
+	if n := len(srv.Streams()); n != 1 {
+		t.Fatalf("server saw %d streams, want 1 (the valid credentials')", n)
 	}
 }
 

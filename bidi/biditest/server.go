@@ -506,9 +506,8 @@ func (s *Server) credentialsProvider() aws.CredentialsProvider {
 // Client returns a *bidi.Client for the server (unlike httptest's
 // Server.Client, which returns an *http.Client: that one is HTTPClient):
 // bidi.NewFromConfig with AWSConfig, Region and BaseEndpoint, then optFns.
-// Unless optFns set Options.HTTPClient (the net/http escape hatch) or
-// RootCAs of their own, the client runs on bidi's own HTTP/2 engine
-// trusting only the server's certificate (Options.TLSConfig), so that
+// Unless optFns set RootCAs of their own, the client trusts only the
+// server's certificate (Options.TLSConfig), so that
 // sessions run as they would in production. Close closes its idle
 // connections.
 func (s *Server) Client(optFns ...func(*bidi.Options)) *bidi.Client {
@@ -519,7 +518,7 @@ func (s *Server) Client(optFns ...func(*bidi.Options)) *bidi.Client {
 	})
 	fns = append(fns, optFns...)
 	fns = append(fns, func(o *bidi.Options) {
-		if o.HTTPClient == nil && !s.H2C && (o.TLSConfig == nil || o.TLSConfig.RootCAs == nil) {
+		if !s.H2C && (o.TLSConfig == nil || o.TLSConfig.RootCAs == nil) {
 			// Trust the server's certificate, and only it.
 			pool := x509.NewCertPool()
 			if s.cert != nil {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
 
@@ -36,11 +35,8 @@ func TestServerConfig(t *testing.T) {
 		t.Fatalf("credentials %v %v", c.AccessKeyID, err)
 	}
 	opts := s.Client().Options()
-	if opts.HTTPClient != nil || opts.TLSConfig == nil || opts.TLSConfig.RootCAs == nil || aws.ToString(opts.BaseEndpoint) != s.URL || opts.Region != Region {
+	if opts.TLSConfig == nil || opts.TLSConfig.RootCAs == nil || aws.ToString(opts.BaseEndpoint) != s.URL || opts.Region != Region {
 		t.Fatalf("client options %+v: want the SDK's own engine trusting the server", opts)
-	}
-	if opts := s.Client(func(o *bidi.Options) { o.HTTPClient = s.HTTPClient() }).Options(); opts.HTTPClient != s.HTTPClient() {
-		t.Fatal("Client ignored the HTTPClient of optFns")
 	}
 
 	// The client trusts only this server's certificate.

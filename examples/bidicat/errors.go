@@ -65,7 +65,7 @@ func midStream(err error) bool {
 	var (
 		mse *bidi.ModelStreamError
 		isf *bidi.InternalStreamFailure
-		se  *bidi.StreamError
+		se  *bidi.ExceptionError
 		sie *bidi.SendInterruptedError
 	)
 	return errors.As(err, &mse) || errors.As(err, &isf) || errors.As(err, &se) || errors.As(err, &sie) ||
@@ -101,7 +101,7 @@ func describe(err error, j *jsonError) {
 		me  *bidi.ModelError
 		mse *bidi.ModelStreamError
 		isf *bidi.InternalStreamFailure
-		se  *bidi.StreamError
+		se  *bidi.ExceptionError
 		ive *bidi.InputValidationError
 	)
 	if errors.As(err, &re) {

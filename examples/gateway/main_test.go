@@ -9,7 +9,6 @@ import (
 	"flag"
 	"io"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -149,15 +148,10 @@ func TestRun(t *testing.T) {
 	if !pool.AppendCertsFromPEM(pemBytes) {
 		t.Fatal("-cert-out wrote no certificate")
 	}
-	hc := bidi.NewHTTPClient(func(o *bidi.HTTPClientOptions) { o.TLSConfig = &tls.Config{RootCAs: pool} })
-	// One session, then the program would exit: no idle connection is
-	// kept, which would hold the stop below for the second net/http's
-	// server gives a client to leave after GOAWAY.
-	hc.Transport.(*http.Transport).DisableKeepAlives = true
 	client := bidi.NewFromConfig(aws.Config{
 		Region:      "us-west-2",
 		Credentials: credentials.NewStaticCredentialsProvider(testAccessKey, testSecretKey, ""),
-	}, func(o *bidi.Options) { o.BaseEndpoint = aws.String(url); o.HTTPClient = hc })
+	}, func(o *bidi.Options) { o.BaseEndpoint = aws.String(url); o.TLSConfig = &tls.Config{RootCAs: pool} })
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer scancel()
 	sess, err := client.Open(sctx, &bidi.OpenInput{EndpointName: "local", ModelQueryString: "mode=echo"})
@@ -178,6 +172,11 @@ func TestRun(t *testing.T) {
 		t.Fatalf("end of stream: %v", err)
 	}
 
+	// One session, then the program would exit: no idle connection is
+	// kept, which would hold the stop below for the grace net/http's
+	// server gives a client to leave after GOAWAY.
+	sess.Close()
+	client.CloseIdleConnections()
 	cancel() // as SIGINT does
 	select {
 	case code := <-exit:

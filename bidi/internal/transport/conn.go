@@ -23,6 +23,10 @@ import (
 // (writeLoop) owns the framer's write side, the buffered writer and the
 // HPACK encoder. Everything shared is guarded by mu, except what a
 // Stream guards itself.
+//
+// Lock order (doc.go): pool.mu and a Body's lock before mu; mu is never
+// held with a Stream's mu, nor while a body or a notify callback runs
+// (see unlock).
 type conn struct {
 	t     *Transport
 	p     *pool // set once by the pool before the conn is shared
@@ -67,6 +71,7 @@ type conn struct {
 	goingAway      bool
 	goAwayLastID   uint32
 	goAwayErr      *ConnError // the peer's GOAWAY: the error of streams it cuts off
+	toClose        []Body     // bodies to close once cc.mu is released (see unlock)
 	sendGoAway     bool       // a connection error: the writer sends GOAWAY(goAwayCode), then closes
 	goAwayCode     http2.ErrCode
 	processed      bool // some stream got a response head
@@ -147,8 +152,10 @@ func (cc *conn) handshake() error {
 		return err
 	}
 	if head, err := cc.br.Peek(9); err != nil {
-		if isTimeout(err) {
-			return err // silent, not another protocol: dial reports the timeout
+		if isTimeout(err) || isTLSAlert(err) {
+			// Silent, or TLS refused the session (a client certificate
+			// required, say): not another protocol. dial labels it.
+			return err
 		}
 		hint := ""
 		if cc.e.scheme == "http" {
@@ -163,7 +170,7 @@ func (cc *conn) handshake() error {
 	f, err := cc.fr.ReadFrame()
 	cc.guard.n = 0
 	if err != nil {
-		if isTimeout(err) {
+		if isTimeout(err) || isTLSAlert(err) {
 			return err
 		}
 		return fmt.Errorf("%w: %s: reading the server's SETTINGS: %v", ErrNotHTTP2, cc.e.addr, err)
@@ -220,6 +227,13 @@ func (g *frameGuard) Read(p []byte) (int, error) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// isTLSAlert reports whether err is an alert the TLS peer sent (crypto/tls
+// reports one as a *net.OpError with Op "remote error").
+func isTLSAlert(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "remote error"
 }
 
 // start runs the read loop and the writer and arms the health check.
@@ -300,8 +314,7 @@ func (cc *conn) closeGracefullyLocked() {
 		return
 	}
 	cc.closing = true
-	cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlGoAway})
-	cc.wakeWriter()
+	cc.queueLocked(ctrlItem{kind: ctrlGoAway})
 }
 
 // openStream registers s on a reserved slot and queues its HEADERS.
@@ -321,9 +334,22 @@ func (cc *conn) openStream(s *Stream) error {
 	cc.nextID += 2
 	s.sendWindow = cc.peerInitWindow
 	cc.streams[s.id] = s
-	cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlHeaders, s: s})
-	cc.wakeWriter()
+	cc.queueLocked(ctrlItem{kind: ctrlHeaders, s: s})
 	return nil
+}
+
+// queueLocked queues a control frame for the writer and wakes it. cc.mu
+// is held.
+func (cc *conn) queueLocked(it ctrlItem) {
+	cc.ctrl = append(cc.ctrl, it)
+	cc.wakeWriter()
+}
+
+// endLocked ends s on both sides, with nothing more to send or receive,
+// and drops it from the conn. cc.mu is held.
+func (cc *conn) endLocked(s *Stream) {
+	s.localDone, s.remoteDone = true, true
+	cc.removeLocked(s)
 }
 
 func (cc *conn) wakeWriter() {
@@ -348,8 +374,7 @@ func (cc *conn) bodyReady(s *Stream) {
 func (cc *conn) queueWindowUpdate(s *Stream, inc uint32) {
 	cc.mu.Lock()
 	if !s.remoteDone && cc.err == nil {
-		cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlWindowUpdate, id: s.id, n: inc})
-		cc.wakeWriter()
+		cc.queueLocked(ctrlItem{kind: ctrlWindowUpdate, id: s.id, n: inc})
 	}
 	cc.mu.Unlock()
 }
@@ -365,16 +390,15 @@ func (cc *conn) resetStream(s *Stream, code http2.ErrCode) {
 		// HEADERS were queued when s was registered: written or not yet,
 		// they go out before this reset (the writer keeps the order), so
 		// the server never sees a stream that is left open.
-		cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlReset, s: s, id: s.id, n: uint32(code)})
-		cc.wakeWriter()
+		cc.queueLocked(ctrlItem{kind: ctrlReset, s: s, id: s.id, n: uint32(code)})
 	}
-	s.localDone, s.remoteDone = true, true
-	cc.removeLocked(s)
-	cc.mu.Unlock()
+	cc.endLocked(s)
+	cc.unlock()
 	cc.p.changed()
 }
 
-// removeLocked drops s from the conn and frees its slot. cc.mu is held.
+// removeLocked drops s from the conn and frees its slot; its body is
+// closed by cc.unlock. cc.mu is held.
 func (cc *conn) removeLocked(s *Stream) {
 	if s.removed {
 		return
@@ -382,11 +406,28 @@ func (cc *conn) removeLocked(s *Stream) {
 	s.removed = true
 	delete(cc.streams, s.id)
 	cc.slots--
+	cc.closeBodyLocked(s)
+	cc.slotFreedLocked()
+}
+
+// closeBodyLocked has cc.unlock close s's body, once. cc.mu is held.
+func (cc *conn) closeBodyLocked(s *Stream) {
 	if !s.bodyClosed {
 		s.bodyClosed = true
-		go s.body.Close()
+		cc.toClose = append(cc.toClose, s.body)
 	}
-	cc.slotFreedLocked()
+}
+
+// unlock releases cc.mu, then closes the bodies that streams left under
+// it: a body's Close may take the body's own lock, which comes before
+// cc.mu (see the lock order in doc.go).
+func (cc *conn) unlock() {
+	bodies := cc.toClose
+	cc.toClose = nil
+	cc.mu.Unlock()
+	for _, b := range bodies {
+		b.Close()
+	}
 }
 
 // endedLocally records that the writer sent END_STREAM on s.
@@ -397,11 +438,10 @@ func (cc *conn) endedLocally(s *Stream) {
 	if s.remoteDone {
 		cc.removeLocked(s)
 		removed = true
-	} else if !s.bodyClosed {
-		s.bodyClosed = true
-		go s.body.Close()
+	} else {
+		cc.closeBodyLocked(s)
 	}
-	cc.mu.Unlock()
+	cc.unlock()
 	if removed {
 		cc.p.changed()
 	}
@@ -419,18 +459,16 @@ func (cc *conn) fail(err error) {
 	cc.err = err
 	close(cc.done)
 	streams := make([]*Stream, 0, len(cc.streams))
+	errs := make([]error, 0, len(cc.streams))
 	for _, s := range cc.streams {
-		streams = append(streams, s)
+		serr := err
+		if !s.headersSent {
+			serr = &refusedError{reason: "connection closed before the stream started: " + err.Error()}
+		}
+		streams, errs = append(streams, s), append(errs, serr)
 	}
 	for _, s := range streams {
-		s.localDone, s.remoteDone = true, true
-		sent := s.headersSent
-		cc.removeLocked(s)
-		if !sent {
-			s.fail(&refusedError{reason: "connection closed before the stream started: " + err.Error()})
-		} else {
-			s.fail(err)
-		}
+		cc.endLocked(s)
 	}
 	if cc.idleTimer != nil {
 		cc.idleTimer.Stop()
@@ -439,18 +477,37 @@ func (cc *conn) fail(err error) {
 		cc.pingTimer.Stop()
 	}
 	goAway := cc.sendGoAway
-	cc.mu.Unlock()
+	cc.unlock()
+	// The streams fail, and their notify callbacks run, with no lock of
+	// the engine held.
+	for i, s := range streams {
+		s.fail(errs[i])
+	}
 	if goAway {
 		// The writer sends the GOAWAY and closes the socket as it exits
 		// (it sees done); the deadline bounds its last writes against a
 		// peer that does not read.
 		cc.nc.SetWriteDeadline(time.Now().Add(goAwayGrace))
 	} else {
-		cc.nc.Close()
+		cc.closeSocket()
 	}
 	if cc.p != nil {
 		cc.p.remove(cc)
 	}
+}
+
+// closeSocket closes the TCP connection, under TLS without a
+// close_notify: a peer that stopped reading would hold that alert for
+// TLS's 5 s close timeout, behind the writer's blocked write (the alert
+// waits on the cork's lock). Closing the socket unblocks the writer and
+// the read loop at once; a graceful close has said goodbye with GOAWAY.
+// It never blocks, whatever the peer does.
+func (cc *conn) closeSocket() {
+	if cc.cork != nil {
+		cc.cork.Conn.Close()
+		return
+	}
+	cc.nc.Close()
 }
 
 // connError closes the connection after a protocol violation of the

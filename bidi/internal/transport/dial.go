@@ -71,7 +71,7 @@ func (t *Transport) dialConn(ctx context.Context, e endpoint) (*conn, error) {
 	defer cancel()
 	nc, err := t.dialTCP(ctx, e)
 	if err != nil {
-		return nil, err
+		return nil, stageError(ctx, "dial "+e.addr, err)
 	}
 	// Every blocking step below is bounded by the deadline of ctx.
 	if dl, ok := ctx.Deadline(); ok {
@@ -91,14 +91,14 @@ func (t *Transport) dialConn(ctx context.Context, e endpoint) (*conn, error) {
 	cc := newConn(t, e, nc)
 	cc.cork = cork
 	if err := cc.handshake(); err != nil {
-		nc.Close()
-		if ctx.Err() != nil {
+		closeRaw(raw, nc)
+		if ctx.Err() != nil || isTimeout(err) {
 			// The deadline (or Close) cut the handshake short: a peer
 			// that is silent, not one that speaks another protocol.
-			return nil, &ConnError{Reason: "dial " + e.addr + ": no SETTINGS from the server in time", Cause: context.Cause(ctx)}
+			return nil, stageError(ctx, "dial "+e.addr+": no SETTINGS from the server in time", err)
 		}
-		if isTimeout(err) {
-			return nil, &ConnError{Reason: "dial " + e.addr + ": no SETTINGS from the server in time", Cause: context.DeadlineExceeded}
+		if isTLSAlert(err) {
+			return nil, &ConnError{Reason: "dial " + e.addr + ": the server ended the TLS session", Cause: err}
 		}
 		return nil, err
 	}
@@ -108,6 +108,37 @@ func (t *Transport) dialConn(ctx context.Context, e endpoint) (*conn, error) {
 	}
 	nc.SetDeadline(time.Time{})
 	return cc, nil
+}
+
+// stageError labels the failure of a dial stage: one that DialTimeout
+// or ctx cut short (the connection's deadline, which reads as an i/o
+// timeout) is a *ConnError whose Cause is context.DeadlineExceeded, or
+// ctx's cause, whatever the stage (TCP, proxy, TLS, SETTINGS); others are
+// returned as they are.
+func stageError(ctx context.Context, reason string, err error) error {
+	var cause error
+	switch {
+	case ctx.Err() != nil:
+		cause = context.Cause(ctx)
+	case isTimeout(err):
+		cause = context.DeadlineExceeded
+	default:
+		return err
+	}
+	if !errors.Is(err, cause) {
+		reason += ": " + err.Error()
+	}
+	return &ConnError{Reason: reason, Cause: cause}
+}
+
+// closeRaw closes a connection that failed during the dial: the TCP one
+// under TLS (tls.Conn.Close would send close_notify to a peer that may not
+// read it).
+func closeRaw(raw, nc net.Conn) {
+	raw.Close()
+	if nc != raw {
+		nc.Close()
+	}
 }
 
 func (t *Transport) dialTCP(ctx context.Context, e endpoint) (net.Conn, error) {

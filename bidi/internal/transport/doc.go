@@ -42,4 +42,16 @@
 //
 // A stream costs no goroutine: each connection has two (read loop and
 // writer), and package bidi adds one per session.
+//
+// # Lock order
+//
+// Take Transport.mu before pool.mu, pool.mu before conn.mu. A Body's own
+// lock (bidi's sendPipe.mu) comes before conn.mu: a body calls its ready
+// callback (conn.bodyReady) under it. So conn.mu is never held while a
+// body is called: the writer calls ReadNow with no lock held, and bodies
+// are closed by conn.unlock after conn.mu is released. conn.mu and
+// Stream.mu are never held together. corkedConn.mu is innermost: only
+// writes to the socket take it, under no other lock. Callbacks (a
+// stream's notify function, a body's Close) run with no lock of the
+// engine held; streams are failed after conn.mu is released.
 package transport

@@ -11,11 +11,13 @@ var (
 	// ErrNotHTTP2 reports a peer that did not negotiate HTTP/2: no "h2"
 	// through ALPN, or, over h2c, bytes that are not an HTTP/2 server
 	// preface (an HTTP/1.1 server, or TLS spoken to a cleartext URL).
-	ErrNotHTTP2 = errors.New("peer did not negotiate HTTP/2")
+	// It is bidi.ErrNotHTTP2: the sentinel is declared once, here.
+	ErrNotHTTP2 = errors.New("bidi: peer did not negotiate HTTP/2")
 
 	// ErrDeadPeer reports a connection closed because a PING went
 	// unanswered (see Config.PingInterval).
-	ErrDeadPeer = errors.New("peer did not answer health check")
+	// It is bidi.ErrDeadPeer.
+	ErrDeadPeer = errors.New("bidi: peer did not answer health check")
 
 	// ErrClosed reports a connection or transport closed by this side.
 	ErrClosed = errors.New("connection closed")

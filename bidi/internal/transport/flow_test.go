@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -363,5 +364,48 @@ func TestDataOnClosedStreamRefundsConnWindow(t *testing.T) {
 	}
 	if b, err := readAllAfterResponse(ctx, st); err != io.EOF || string(b) != "fine" {
 		t.Fatalf("new stream: %q, %v", b, err)
+	}
+}
+
+// TestWindowUpdateOnClosedStreamWhileOpening: a WINDOW_UPDATE for a stream
+// that is over is ignored, and telling that stream from one never opened
+// reads the next stream ID under the lock that openStream writes it under
+// (a data race under -race before). The conn is not started: the test
+// plays the read loop itself.
+func TestWindowUpdateOnClosedStreamWhileOpening(t *testing.T) {
+	t.Parallel()
+	tr := newTransport(t, testConfig(nil))
+	c1, c2 := net.Pipe()
+	defer c1.Close()
+	defer c2.Close()
+	cc := newConn(tr, endpoint{scheme: "http", addr: "x:80", host: "x"}, c1)
+	cc.nextID = 3 // stream 1 was opened and is over
+	const opens = 2000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range opens {
+			cc.mu.Lock()
+			cc.reserveLocked()
+			cc.mu.Unlock()
+			if err := cc.openStream(newStream(cc, nil, nil)); err != nil {
+				t.Errorf("openStream: %v", err)
+				return
+			}
+		}
+	}()
+	f := &http2.WindowUpdateFrame{FrameHeader: http2.FrameHeader{Type: http2.FrameWindowUpdate, StreamID: 1}, Increment: 1}
+	for {
+		select {
+		case <-done:
+			if got := cc.nextID; got != 3+2*opens {
+				t.Fatalf("next stream ID %d, want %d", got, 3+2*opens)
+			}
+			return
+		default:
+		}
+		if err := cc.onWindowUpdate(f); err != nil {
+			t.Fatalf("WINDOW_UPDATE on a closed stream: %v", err)
+		}
 	}
 }

@@ -36,8 +36,7 @@ func (cc *conn) healthCheck() {
 		cc.pingPending = true
 		cc.pingSent = now
 		binary.BigEndian.PutUint64(cc.pingData[:], uint64(now))
-		cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlPing, data: cc.pingData})
-		cc.wakeWriter()
+		cc.queueLocked(ctrlItem{kind: ctrlPing, data: cc.pingData})
 		cc.pingTimer.Reset(timeout)
 	}
 	cc.mu.Unlock()

@@ -3,11 +3,12 @@ package transport
 import (
 	"context"
 	"crypto/tls"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/backoff"
 )
 
 // A Transport opens HTTP/2 streams on pooled connections, one pool per
@@ -118,6 +119,8 @@ func (t *Transport) Close() {
 }
 
 // pool is the set of connections to one endpoint.
+//
+// Lock order: Transport.mu, then pool.mu, then conn.mu (doc.go).
 type pool struct {
 	t *Transport
 	e endpoint
@@ -240,14 +243,7 @@ func (p *pool) maybeDialLocked() {
 // dial opens a connection after delay and hands its slots to waiters.
 // A failed dial fails the waiters of the moment and delays the next one.
 func (p *pool) dial(delay time.Duration) {
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-p.t.ctx.Done():
-			t.Stop()
-		}
-	}
+	backoff.Sleep(p.t.ctx, delay) // cut short by Transport.Close
 	cc, err := p.t.dial(p.t.ctx, p.e)
 	if h := p.t.cfg.Hooks; h != nil && h.Dialed != nil {
 		h.Dialed(p.e.addr, err)
@@ -258,7 +254,7 @@ func (p *pool) dial(delay time.Duration) {
 		// Transport.Close ran during the dial: the connection is not
 		// pooled, and nobody waits for it.
 		p.mu.Unlock()
-		cc.nc.Close()
+		cc.closeSocket()
 		return
 	}
 	if err != nil {
@@ -325,7 +321,7 @@ func (p *pool) succeeded() {
 // jittered, exponentially growing delay. p.mu is held.
 func (p *pool) failedLocked() {
 	p.failures++
-	p.nextDial = time.Now().Add(Backoff(p.failures, refusalBackoffBase, refusalBackoffMax))
+	p.nextDial = time.Now().Add(backoff.Delay(p.failures, refusalBackoffBase, refusalBackoffMax))
 }
 
 // refused records a connection that the server sent away before
@@ -379,18 +375,4 @@ func (p *pool) closeAll() {
 	for _, cc := range conns {
 		cc.fail(ErrClosed)
 	}
-}
-
-// Backoff returns a full-jitter delay for the n-th consecutive failure:
-// uniform in [0, min(max, base·2^(n-1))].
-func Backoff(n int, base, max time.Duration) time.Duration {
-	ceil := base
-	for i := 1; i < n && ceil < max; i++ {
-		ceil *= 2
-	}
-	ceil = min(ceil, max)
-	if ceil <= 0 {
-		return 0
-	}
-	return rand.N(ceil + 1)
 }

@@ -124,8 +124,7 @@ func (cc *conn) queueResponse(it ctrlItem) error {
 		}
 		if cc.responses < maxQueuedControlResponses {
 			cc.responses++
-			cc.ctrl = append(cc.ctrl, it)
-			cc.wakeWriter()
+			cc.queueLocked(it)
 			cc.mu.Unlock()
 			return nil
 		}
@@ -198,8 +197,7 @@ func (cc *conn) giveBackConn(n int32) {
 	cc.recvUnacked = 0
 	cc.recvWindow += inc
 	cc.mu.Lock()
-	cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlWindowUpdate, id: 0, n: uint32(inc)})
-	cc.wakeWriter()
+	cc.queueLocked(ctrlItem{kind: ctrlWindowUpdate, id: 0, n: uint32(inc)})
 	cc.mu.Unlock()
 }
 
@@ -258,11 +256,10 @@ func (cc *conn) endedRemotely(s *Stream) {
 	s.remoteDone = true
 	if !s.localDone {
 		s.localDone = true
-		cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlReset, s: s, id: s.id, n: uint32(http2.ErrCodeCancel)})
-		cc.wakeWriter()
+		cc.queueLocked(ctrlItem{kind: ctrlReset, s: s, id: s.id, n: uint32(http2.ErrCodeCancel)})
 	}
 	cc.removeLocked(s)
-	cc.mu.Unlock()
+	cc.unlock()
 	cc.p.changed()
 }
 
@@ -274,11 +271,9 @@ func (cc *conn) streamError(id uint32, code http2.ErrCode, cause error) {
 		cc.mu.Unlock()
 		return
 	}
-	s.localDone, s.remoteDone = true, true
-	cc.ctrl = append(cc.ctrl, ctrlItem{kind: ctrlReset, s: s, id: id, n: uint32(code)})
-	cc.wakeWriter()
-	cc.removeLocked(s)
-	cc.mu.Unlock()
+	cc.queueLocked(ctrlItem{kind: ctrlReset, s: s, id: id, n: uint32(code)})
+	cc.endLocked(s)
+	cc.unlock()
 	s.fail(&StreamError{StreamID: id, Code: code, Cause: cause})
 	cc.p.changed()
 }
@@ -294,9 +289,8 @@ func (cc *conn) onReset(f *http2.RSTStreamFrame) error {
 		}
 		return nil
 	}
-	s.localDone, s.remoteDone = true, true
-	cc.removeLocked(s)
-	cc.mu.Unlock()
+	cc.endLocked(s)
+	cc.unlock()
 	s.fail(&StreamError{StreamID: f.StreamID, Code: f.ErrCode, Remote: true})
 	cc.p.changed()
 	return nil
@@ -321,11 +315,10 @@ func (cc *conn) onGoAway(f *http2.GoAwayFrame) {
 		}
 	}
 	for _, s := range refused {
-		s.localDone, s.remoteDone = true, true
-		cc.removeLocked(s)
+		cc.endLocked(s)
 	}
 	cc.slotFreedLocked()
-	cc.mu.Unlock()
+	cc.unlock()
 	for _, s := range refused {
 		s.fail(&refusedError{reason: fmt.Sprintf("GOAWAY (%v) before the server processed the stream", f.ErrCode)})
 	}
@@ -353,8 +346,9 @@ func (cc *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 	}
 	s := cc.streams[f.StreamID]
 	if s == nil {
+		idle := f.StreamID%2 == 0 || f.StreamID >= cc.nextID // nextID is cc.mu's
 		cc.mu.Unlock()
-		if f.StreamID%2 == 0 || f.StreamID >= cc.nextID {
+		if idle {
 			return &ConnError{Code: http2.ErrCodeProtocol, Reason: "WINDOW_UPDATE on a stream never opened"}
 		}
 		return nil

@@ -42,7 +42,8 @@ type Response struct {
 // A Stream is one HTTP/2 request/response exchange on a connection.
 //
 // Concurrency: Read is for one goroutine at a time; Response, Close and
-// Err may be called from any goroutine. The connection's read loop fills
+// Err may be called from any goroutine. Its mu is never held with the
+// connection's (doc.go). The connection's read loop fills
 // the receive buffer, its writer pulls the body; neither ever waits for
 // the application.
 type Stream struct {
@@ -212,10 +213,29 @@ func (s *Stream) Discard(n int) {
 // SetNotify makes the stream call f whenever bytes, the end or an error
 // may have become ready for ReadNow, instead of waking Read: a reader
 // that does not block in Read decides whom to wake. f is called from the
-// connection's read loop and other goroutines, with no lock held; it
-// must not block. Calls may be spurious, and data may be ready already
+// connection's read loop and other goroutines (Close's caller among
+// them), with no lock of the engine held; it should not block, since the
+// read loop waits for it. Calls may be spurious, and data may be ready already
 // when SetNotify is called.
 func (s *Stream) SetNotify(f func()) { s.notifyFn.Store(&f) }
+
+// Buffered returns how many response bytes the stream holds that no
+// read has taken yet.
+func (s *Stream) Buffered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rbuf.len()
+}
+
+// SendBlocked reports whether the request body cannot move for want of
+// flow-control window: the peer has not granted more, on the stream or
+// on the connection, and the stream is still sending.
+func (s *Stream) SendBlocked() bool {
+	cc := s.cc
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return !s.localDone && s.headersSent && (s.sendWindow <= 0 || cc.sendWindow <= 0)
+}
 
 // consumedLocked records n bytes read and returns the window increment to
 // send, if the unacknowledged bytes reached a quarter of the window.

@@ -142,7 +142,7 @@ func (cc *conn) coalesce(lastFlush time.Time) {
 
 // writerExit ends the writer: after a connection error it sends the
 // GOAWAY that reports it (bounded by the deadline fail set), and it always
-// closes the socket.
+// closes the socket (closeSocket: never waiting on the peer).
 func (cc *conn) writerExit() {
 	cc.mu.Lock()
 	goAway, code := cc.sendGoAway, cc.goAwayCode
@@ -150,9 +150,9 @@ func (cc *conn) writerExit() {
 	cc.mu.Unlock()
 	if goAway {
 		cc.fr.WriteGoAway(0, code, nil)
-		cc.bw.Flush()
+		cc.flush()
 	}
-	cc.nc.Close()
+	cc.closeSocket()
 }
 
 // writeCtrl writes one control frame. It reports whether the connection

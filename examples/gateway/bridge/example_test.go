@@ -37,15 +37,14 @@ func Example() {
 	// file the program writes with -cert-out.
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(g.CertificatePEM())
-	hc := bidi.NewHTTPClient(func(o *bidi.HTTPClientOptions) { o.TLSConfig = &tls.Config{RootCAs: pool} })
-	defer hc.CloseIdleConnections()
 	client := bidi.NewFromConfig(aws.Config{
 		Region:      "us-west-2",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", ""),
 	}, func(o *bidi.Options) {
 		o.BaseEndpoint = aws.String(g.URL())
-		o.HTTPClient = hc
+		o.TLSConfig = &tls.Config{RootCAs: pool}
 	})
+	defer client.CloseIdleConnections()
 
 	ctx := context.Background()
 	sess, err := client.Open(ctx, &bidi.OpenInput{

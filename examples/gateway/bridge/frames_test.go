@@ -2,10 +2,7 @@ package bridge_test
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -351,18 +348,7 @@ func TestSlowClientIsNotAPingTimeout(t *testing.T) {
 		c.PingInterval = 25 * time.Millisecond
 		c.MaxMissedPongs = 4
 	})
-	// A client with small HTTP/2 windows, so that little data fills them.
-	pool := x509.NewCertPool()
-	pool.AddCert(g.Certificate())
-	protocols := new(http.Protocols)
-	protocols.SetHTTP2(true)
-	hc := &http.Client{Transport: &http.Transport{
-		Protocols:       protocols,
-		TLSClientConfig: &tls.Config{RootCAs: pool},
-		HTTP2:           &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10, MaxReceiveBufferPerConnection: 64 << 10},
-	}}
-	t.Cleanup(hc.CloseIdleConnections)
-	sess := open(t, g.client(t, func(o *bidi.Options) { o.HTTPClient = hc }), bidi.OpenInput{})
+	sess := open(t, g.client(t), bidi.OpenInput{})
 	peer := rc.accept(t)
 	// The container answers pings and the close frame in the background...
 	readerDone := make(chan error, 1)
@@ -382,9 +368,10 @@ func TestSlowClientIsNotAPingTimeout(t *testing.T) {
 			}
 		}
 	}()
-	// ... while it sends more than the client's HTTP/2 window and receive
-	// queue hold, which the client does not read for 12 ping intervals.
-	const n = 40
+	// ... while it sends more than the client's HTTP/2 window (1 MiB) and
+	// read-ahead queue (1 MiB) hold, which the client does not read for 12
+	// ping intervals.
+	const n = 80
 	chunk := bytes.Repeat([]byte("x"), 60<<10)
 	go func() {
 		for range n {

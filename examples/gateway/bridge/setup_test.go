@@ -75,26 +75,25 @@ func (g *testGateway) client(t *testing.T, adjust ...func(*bidi.Options)) *bidi.
 
 func clientFor(t *testing.T, g *bridge.Gateway, accessKey, secretKey string, adjust ...func(*bidi.Options)) *bidi.Client {
 	t.Helper()
-	var hc *http.Client
+	var tlsConfig *tls.Config
 	if pemBytes := g.CertificatePEM(); pemBytes != nil {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pemBytes) {
 			t.Fatal("the gateway's PEM certificate does not parse")
 		}
-		hc = bidi.NewHTTPClient(func(o *bidi.HTTPClientOptions) { o.TLSConfig = &tls.Config{RootCAs: pool} })
-	} else {
-		hc = bidi.NewHTTPClient()
+		tlsConfig = &tls.Config{RootCAs: pool}
 	}
-	t.Cleanup(hc.CloseIdleConnections)
 	cfg := aws.Config{
 		Region:      testRegion,
 		Credentials: credentials.NewStaticCredentialsProvider(accessKey, secretKey, ""),
 	}
-	return bidi.NewFromConfig(cfg, append([]func(*bidi.Options){func(o *bidi.Options) {
+	c := bidi.NewFromConfig(cfg, append([]func(*bidi.Options){func(o *bidi.Options) {
 		o.BaseEndpoint = aws.String(g.URL())
-		o.HTTPClient = hc
+		o.TLSConfig = tlsConfig
 		o.RetryMaxAttempts = 1
 	}}, adjust...)...)
+	t.Cleanup(c.CloseIdleConnections)
+	return c
 }
 
 // open opens a session on endpoint "my-endpoint" with in's routing

@@ -100,7 +100,9 @@ func TestClient(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	f = Flags{Endpoint: "aws-branch", Region: biditest.Region, EndpointURL: srv.URL}
-	c, err = f.Client(ctx, nil, func(o *bidi.Options) { o.HTTPClient = srv.HTTPClient() })
+	trust := x509.NewCertPool()
+	trust.AddCert(srv.Certificate())
+	c, err = f.Client(ctx, nil, func(o *bidi.Options) { o.TLSConfig = &tls.Config{RootCAs: trust} })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ case " $SECTIONS " in *" audio "*)
 # at $N over the default pool and on one connection (with a server of
 # its own, profiled); the baseline on one connection; ours at $NBIG.
 run lite echo audio -engine none -n $N -duration "$DUR" -label harness-floor
-for e in ours nethttp; do
+for e in ours; do
   run lite echo audio -engine $e -n 500 -duration "$DUR" -label pool
 done
 run lite echo audio -engine ours -n $N -duration "$DUR" -label pool
@@ -72,7 +72,6 @@ start_server oneconn -streams 100000 -verify=false -cpuprofile "$OUT/server-one-
 run oneconn echo audio -engine ours -n $N -cap $N -duration "$DUR" -label one-conn \
   -cpuprofile "$OUT/audio-ours-one-conn.cpu"
 stop_server oneconn
-[ "$COLLAPSE" = 1 ] && run lite echo audio -engine nethttp -n $N -duration "$DUR" -label one-conn
 run lite echo audio -engine ours -n $NBIG -duration "$DUR" -label pool \
   -cpuprofile "$OUT/audio-ours-scale.cpu"
 ;; esac
@@ -83,20 +82,19 @@ case " $SECTIONS " in *" frame "*)
 # connection's limit is the client's: both engines at 500 sessions, ours
 # at $N on one connection (twice, profiled once) and over the default
 # pool, the baseline at $N on one connection.
-for e in ours nethttp; do
+for e in ours; do
   run lite frame audio -engine $e -n 500 -duration "$DUR" -label frame-pool
 done
 run lite frame audio -engine ours -n $N -cap $N -duration "$DUR" -label frame-one-conn \
   -cpuprofile "$OUT/audio-ours-frame-one-conn.cpu"
 run lite frame audio -engine ours -n $N -cap $N -duration "$DUR" -label frame-one-conn
 run lite frame audio -engine ours -n $N -duration "$DUR" -label frame-pool
-[ "$COLLAPSE" = 1 ] && run lite frame audio -engine nethttp -n $N -duration "$DUR" -label frame-one-conn -timeout 30s
 ;; esac
 
 case " $SECTIONS " in *" large "*)
 # Large messages: one session, 16 MiB, echoed and one-way.
 for srv in lite; do
-  for e in ours nethttp; do
+  for e in ours; do
     run $srv echo large -engine $e -n 8 -label $srv
     run $srv discard large -engine $e -n 8 -echo=false -label $srv
   done
@@ -106,7 +104,7 @@ done
 case " $SECTIONS " in *" small "*)
 # Small messages: msgs/s as GOMAXPROCS and connections grow.
 for procs in 1 2 4 8; do
-  for e in ours nethttp raw; do
+  for e in ours raw; do
     kind=event; [ $e = raw ] && kind=raw
     run main $kind small -engine $e -procs $procs -sessions $procs -clients $procs -n 1000000 -duration 2s
   done

@@ -1,7 +1,8 @@
 // Command bidiload is the load program of issue 8: it measures package
-// bidi's HTTP/2 engine (the default transport of bidi.Client) against the
-// net/http transport it replaced (Options.HTTPClient =
-// bidi.NewHTTPClient(...)), with the server in a separate process.
+// bidi's HTTP/2 engine (the transport of bidi.Client) against a raw
+// HTTP/2 echo through net/http, with the server in a separate process.
+// (Issue 8 also compared the net/http transport the engine replaced, as
+// -engine nethttp; that back-end was removed from bidi with issue 18.)
 //
 // Start a server, then run client modes against it:
 //
@@ -55,7 +56,7 @@ import (
 
 // flags shared by the client modes.
 var (
-	fEngine     = flag.String("engine", "ours", "transport: ours (bidi's engine), nethttp (Options.HTTPClient = bidi.NewHTTPClient), raw (small mode only: plain HTTP/2 echo through net/http)")
+	fEngine     = flag.String("engine", "ours", "transport: ours (bidi's engine), raw (small mode only: plain HTTP/2 echo through net/http)")
 	fURL        = flag.String("url", "", "server URL (a biditest server's URL, or frame.url: echoserver.FrameEcho; event or raw echo for mode small)")
 	fCAFile     = flag.String("cafile", "", "PEM file of the server certificate to trust")
 	fN          = flag.Int("n", 1000, "sessions (idle, dials, audio) or messages per session (large, small)")
@@ -233,13 +234,8 @@ func newClient(dc *dialCounter, optFns ...func(*bidi.Options)) *bidi.Client {
 			o.TLSConfig = tlsConfig
 			o.DialContext = dc.DialContext
 			o.MaxStreamsPerConnection = *fCap
-		case "nethttp":
-			o.HTTPClient = bidi.NewHTTPClient(func(h *bidi.HTTPClientOptions) {
-				h.TLSConfig = tlsConfig
-				h.DialContext = dc.DialContext
-			})
 		default:
-			fatalf("engine %q is not a bidi engine (ours, nethttp)", *fEngine)
+			fatalf("engine %q is not a bidi engine (ours)", *fEngine)
 		}
 		for _, fn := range optFns {
 			fn(o)

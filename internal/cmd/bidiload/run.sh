@@ -47,7 +47,7 @@ for mode in $MODES; do
     for n in 1000 10000; do
       runs=$RUNS; [ "$n" = 10000 ] && runs=1
       for r in $(seq "$runs"); do
-        for e in ours nethttp; do
+        for e in ours; do
           run main echo idle -engine $e -n $n -label run$r -timeout 5m
           run main echo idle -engine $e -n $n -big 1000 -label run$r -timeout 5m \
             $([ "$r" = 1 ] && echo "-memprofile $OUT/prof/idle-$e-$n-big.heap")
@@ -58,32 +58,31 @@ for mode in $MODES; do
     for r in $(seq "$RUNS"); do
       run main echo dials -engine ours -n 1000 -cap 100 -effcap 100 -label client-cap-100
       run s100 echo dials -engine ours -n 1000 -effcap 100 -label server-limit-100
-      run s100 echo dials -engine nethttp -n 1000 -effcap 100 -label server-limit-100
     done ;;
   audio)
     run lite echo audio -engine none -n 500 -duration 10s -label harness-floor
     for r in $(seq "$RUNS"); do
-      for e in ours nethttp; do
+      for e in ours; do
         run lite echo audio -engine $e -n 500 -duration 10s -label run$r \
           $([ "$r" = 1 ] && echo "-cpuprofile $OUT/prof/audio-$e-500.cpu")
       done
     done
     for s in 1000 2000; do
-      for e in ours nethttp; do
+      for e in ours; do
         run lite echo audio -engine $e -n $s -cap $s -duration 10s -label one-conn \
           -cpuprofile "$OUT/prof/audio-$e-$s.cpu"
       done
     done
     run lite echo audio -engine ours -n 1000 -cap 100 -duration 10s -label cap-100
     # FrameEcho (no net/http server under it): one connection's limit is the client's.
-    for e in ours nethttp; do
+    for e in ours; do
       run lite frame audio -engine $e -n 500 -duration 10s -label frame
     done
     run lite frame audio -engine ours -n 2000 -cap 2000 -duration 10s -label frame-one-conn ;;
   large)
     for r in $(seq "$RUNS"); do
       for srv in main lite; do
-        for e in ours nethttp; do
+        for e in ours; do
           for ps in 0 16777216; do
             prof=""; [ "$r" = 1 ] && prof="-cpuprofile $OUT/prof/large-$srv-$e-$ps"
             run $srv echo large -engine $e -partsize $ps -n 8 -label $srv ${prof:+$prof-echo.cpu}
@@ -98,7 +97,6 @@ for mode in $MODES; do
         for kc in "1 1" "2 2"; do
           set -- $kc
           run main event small -engine ours -procs $procs -sessions $1 -clients $2 -n 300000 -duration 3s
-          run main event small -engine nethttp -procs $procs -sessions $1 -clients $2 -n 300000 -duration 3s
           run main raw small -engine raw -procs $procs -sessions $1 -clients $2 -n 300000 -duration 3s
         done
       done

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -18,9 +19,9 @@ import (
 // has a goroutine that sends up to -n messages (for at most -duration)
 // then CloseSend, and one that receives the echoes until the end of the
 // stream. engine=raw is the floor: the same bytes through net/http
-// (bidi.NewHTTPClient, an io.Pipe body) to a plain HTTP/2 echo, as
-// BenchmarkStream impl=raw does; ours and nethttp talk to the minimal
-// event-stream echo (impl=ours there).
+// (rawHTTPClient, an io.Pipe body) to a plain HTTP/2 echo, as
+// BenchmarkStream impl=raw does; ours talks to the minimal event-stream
+// echo (impl=ours there).
 func small(res *result) {
 	size := *fSize
 	if size == 0 {
@@ -42,10 +43,7 @@ func small(res *result) {
 	if *fEngine == "raw" {
 		clients := make([]*http.Client, C)
 		for i := range clients {
-			clients[i] = bidi.NewHTTPClient(func(h *bidi.HTTPClientOptions) {
-				h.TLSConfig = &tls.Config{RootCAs: rootPool()}
-				h.DialContext = dc.DialContext
-			})
+			clients[i] = rawHTTPClient(&tls.Config{RootCAs: rootPool()}, dc.DialContext)
 		}
 		for i := range streams {
 			pr, pw := io.Pipe()
@@ -171,4 +169,23 @@ func small(res *result) {
 	res.add("read_syscalls_per_msg", float64(r1-r0)/msgs)
 	res.add("write_syscalls_per_msg", float64(w1-w0)/msgs)
 	res.add("elapsed", elapsed)
+}
+
+// rawHTTPClient is the raw floor's client: net/http speaking only HTTP/2,
+// configured as bidi.NewHTTPClient was before issue 18 removed it (PINGs
+// at bidi's health-check defaults, no overall timeout).
+func rawHTTPClient(tlsConfig *tls.Config, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
+	var protocols http.Protocols
+	protocols.SetHTTP2(true)
+	protocols.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: &http.Transport{
+		DialContext:         dial,
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   true,
+		Protocols:           &protocols,
+		HTTP2:               &http.HTTP2Config{PingTimeout: bidi.DefaultHealthCheckTimeout, SendPingTimeout: bidi.DefaultHealthCheckInterval},
+		MaxIdleConns:        100,
+		IdleConnTimeout:     90 * time.Second,
+	}}
 }

@@ -1,0 +1,113 @@
+// Command apicount counts the exported identifiers of Go packages, as
+// issue 18 measures a package's surface: exported types, functions,
+// methods on exported types, constants and variables, over the non-test
+// files of each directory given.
+//
+//	go run ./internal/cmd/apicount ./bidi ./bidi/biditest
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// counts is one package's exported identifiers by kind.
+type counts struct{ types, funcs, methods, consts, vars int }
+
+func (c counts) total() int { return c.types + c.funcs + c.methods + c.consts + c.vars }
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: apicount DIR...")
+		os.Exit(2)
+	}
+	for _, dir := range os.Args[1:] {
+		c, err := count(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "apicount:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("%s: %d exported (types %d, funcs %d, methods %d, consts %d, vars %d)\n",
+			dir, c.total(), c.types, c.funcs, c.methods, c.consts, c.vars)
+	}
+}
+
+// count parses the non-test Go files of dir and counts their exports.
+func count(dir string) (counts, error) {
+	var c counts
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return c, err
+	}
+	fset := token.NewFileSet()
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return c, err
+		}
+		countFile(f, &c)
+	}
+	return c, nil
+}
+
+func countFile(f *ast.File, c *counts) {
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if !d.Name.IsExported() {
+				continue
+			}
+			if d.Recv == nil {
+				c.funcs++
+			} else if ast.IsExported(receiverType(d.Recv.List[0].Type)) {
+				c.methods++
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						c.types++
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if !n.IsExported() {
+							continue
+						}
+						if d.Tok == token.CONST {
+							c.consts++
+						} else {
+							c.vars++
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// receiverType returns the name of a method's receiver type.
+func receiverType(e ast.Expr) string {
+	for {
+		switch t := e.(type) {
+		case *ast.StarExpr:
+			e = t.X
+		case *ast.IndexExpr:
+			e = t.X
+		case *ast.IndexListExpr:
+			e = t.X
+		case *ast.Ident:
+			return t.Name
+		default:
+			return ""
+		}
+	}
+}
