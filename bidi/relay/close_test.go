@@ -59,10 +59,10 @@ func TestRefusal(t *testing.T) {
 		body   string
 	}{
 		{&StatusError{Status: 401, Message: "log in"}, 401, "log in"},
-		{fmt.Errorf("wrapped: %w", &StatusError{Status: 429}), 429, http.StatusText(429)},
-		{&StatusError{Status: 200, Message: "not an error status"}, 403, http.StatusText(403)},
-		{errors.New("detail"), 403, http.StatusText(403)},
-		{&bidi.ResponseError{StatusCode: 503, Message: "inner"}, 503, http.StatusText(503)},
+		{fmt.Errorf("wrapped: %w", &StatusError{Status: 429}), 429, http.StatusText(http.StatusTooManyRequests)},
+		{&StatusError{Status: 200, Message: "not an error status"}, 403, http.StatusText(http.StatusForbidden)},
+		{errors.New("detail"), 403, http.StatusText(http.StatusForbidden)},
+		{&bidi.ResponseError{StatusCode: 503, Message: "inner"}, 503, http.StatusText(http.StatusServiceUnavailable)},
 	} {
 		status, body := refusal(tc.err)
 		if status != tc.status || body != tc.body {
