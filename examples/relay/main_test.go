@@ -147,7 +147,6 @@ func runNodeClient(t *testing.T, url string, count int) nodeResult {
 	return r
 }
 
-
 // An unmodified third-party client (npm's ws) through the relay to
 // biditest: every message echoed once, in order, with its type.
 func TestNodeWSClient(t *testing.T) {
