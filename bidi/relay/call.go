@@ -47,7 +47,8 @@ type call struct {
 
 	toModel, toClient *queue
 
-	lastData atomic.Int64 // unix nanoseconds of the last data message either way
+	lastData  atomic.Int64 // unix nanoseconds of the last data message either way
+	lastReply atomic.Int64 // unix nanoseconds of the last message from the model
 
 	pingWindow atomic.Int64 // second (unix) of the current ping-count window; owned by onPing
 	pings      atomic.Int64 // pings received in that second; owned by onPing
@@ -386,7 +387,36 @@ func (c *call) sendModel() {
 		_ = f.Finish(ctx, c.h.opts.FinishQuiet) // its outcome reaches recvModel too
 		return
 	}
+	c.awaitQuiet(ctx)
 	_ = c.model.CloseSend()
+}
+
+// awaitQuiet waits until the model has sent nothing for FinishQuiet
+// (counted from its last reply, or from the call), until it ends, or
+// until ctx ends: Finish's promise for a Model without Finish, so that
+// replies still on their way when the input ends are not lost on a
+// platform that closes the container's connection at the end of the
+// input.
+func (c *call) awaitQuiet(ctx context.Context) {
+	quiet := c.h.opts.FinishQuiet
+	start := time.Now().UnixNano()
+	for {
+		last := max(c.lastReply.Load(), start)
+		wait := quiet - time.Duration(time.Now().UnixNano()-last)
+		if wait <= 0 {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-c.modelDone:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
 }
 
 // recvModel reads the model's messages into toClient, then the end.
@@ -415,6 +445,7 @@ func (c *call) recvModel() {
 			return
 		}
 		c.touch()
+		c.lastReply.Store(time.Now().UnixNano())
 		m, ok := c.hook(o.ToClient, m)
 		if !ok {
 			if c.ctx.Err() != nil || isClosed(c.aborted) {

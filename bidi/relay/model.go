@@ -27,8 +27,10 @@ type Model interface {
 // input open until the model has been quiet for quiet, then end it and
 // wait for the end. When a call ends gracefully (the client's
 // EndOfInput message, its close, the idle or lifetime limit, Shutdown),
-// the relay calls Finish if the Model has it, and CloseSend otherwise,
-// while its receiving goroutine keeps reading.
+// the relay calls Finish if the Model has it; otherwise it keeps the input
+// open itself until the model has sent nothing for the quiet period (or
+// has ended), then calls CloseSend. Its receiving goroutine keeps reading
+// meanwhile.
 type Finisher interface {
 	Finish(ctx context.Context, quiet time.Duration) error
 }
