@@ -54,6 +54,10 @@ var (
 	active   = flag.Int("active", 20, "clients doing paced round trips")
 	frames   = flag.Int("frames", 250, "round trips per active client (20 ms apart)")
 	heapProf = flag.String("heapprofile", "", "write the relay's heap profile with the crowd connected to this `file`")
+	hostileN = flag.Int("hostile", 1000, "half-open sockets in the hostile phase (0 skips it); a fifth as many slowloris upgrades")
+	rotAfter = flag.Duration("rotate-after", 0, "with -rotate-run: the age at which the relay's RotatingSession replaces its stream")
+	rotRun   = flag.Duration("rotate-run", 0, "instead of the other phases: stream this much audio per client through rotating sessions")
+	speed    = flag.Float64("speed", 20, "with -rotate-run: times real time")
 	idleSend = flag.Int("idle-frames", 64, "640-byte frames each idle client sends")
 )
 
@@ -109,7 +113,7 @@ func startRelay(srv *biditest.Server) (*relayProc, error) {
 	}
 	pem.Encode(cert, &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	cert.Close()
-	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue)}
+	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String()}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -135,6 +139,7 @@ type stats struct {
 	Goroutine int
 	Active    int
 	Drops     int64
+	Rotations int64
 	CPU       time.Duration // user+system
 }
 
@@ -179,6 +184,9 @@ func drive() error {
 		return err
 	}
 	defer rp.cmd.Process.Kill()
+	if *rotRun > 0 {
+		return rotationRun(ctx, rp, *active, *rotRun, *speed)
+	}
 	fmt.Printf("relay child pid %d on %s; model biditest echo; %d active clients x %d frames (640 B, 20 ms apart)\n",
 		rp.cmd.Process.Pid, rp.addr, *active, *frames)
 
@@ -236,6 +244,12 @@ func drive() error {
 	st2, _ := rp.stats()
 	fmt.Printf("relay after the loaded run: RSS %.1f MiB, heap %.1f MiB\n", mib(st2.RSS), mib(int64(st2.HeapInuse)))
 	crowd.close()
+
+	if *hostileN > 0 {
+		if err := hostile(ctx, rp, *hostileN, relayed); err != nil {
+			return fmt.Errorf("hostile: %w", err)
+		}
+	}
 
 	// Refused opens.
 	for _, code := range []string{"424", "400", "503", "429"} {

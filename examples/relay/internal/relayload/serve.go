@@ -38,6 +38,17 @@ func runRelay() error {
 		o.RetryMaxAttempts = 1
 	})
 	drops := &dropCounter{}
+	var rotations atomic.Int64
+	open := relay.Sessions(client)
+	if *rotAfter > 0 {
+		open = relay.Rotating(client, &bidi.Rotation{
+			After: *rotAfter,
+			// The echo answers at once: a short quiet period ends the old
+			// stream soon, and its successor's replies follow it.
+			FinishQuiet: 200 * time.Millisecond,
+			OnRotate:    func(bidi.RotationEvent) { rotations.Add(1) },
+		})
+	}
 	h, err := relay.New(client, func(r *http.Request) (*bidi.OpenInput, error) {
 		ep := r.URL.Query().Get("ep")
 		if ep == "" {
@@ -45,7 +56,8 @@ func runRelay() error {
 		}
 		return &bidi.OpenInput{EndpointName: ep}, nil
 	}, &relay.Options{
-		Open:               relay.Sessions(client),
+		Open:               open,
+		EndOfInput:         func(m bidi.Message) bool { return m.Type == bidi.DataTypeUTF8 && string(m.Data) == `{"type":"end"}` },
 		Overflow:           relay.OverflowDropOldest,
 		ToModelQueueBytes:  *queue,
 		ToClientQueueBytes: *queue,
@@ -65,7 +77,7 @@ func runRelay() error {
 		runtime.ReadMemStats(&ms)
 		json.NewEncoder(w).Encode(stats{
 			HeapInuse: ms.HeapInuse, StackIn: ms.StackInuse, Sys: ms.Sys,
-			Goroutine: runtime.NumGoroutine(), Active: h.Active(), Drops: drops.n.Load(),
+			Goroutine: runtime.NumGoroutine(), Active: h.Active(), Drops: drops.n.Load(), Rotations: rotations.Load(),
 		})
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
