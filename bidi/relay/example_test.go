@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -28,6 +29,9 @@ func ExampleNew() {
 		return &bidi.OpenInput{EndpointName: "my-endpoint"}, nil
 	}, &relay.Options{
 		EndOfInput: func(m bidi.Message) bool { return m.Type == bidi.DataTypeUTF8 && string(m.Data) == `{"type":"end"}` },
+		// After the end message, the model's input stays open until it
+		// has been quiet this long (an echo answers at once).
+		FinishQuiet: 50 * time.Millisecond,
 	})
 	if err != nil {
 		panic(err)
