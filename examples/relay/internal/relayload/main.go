@@ -111,6 +111,7 @@ func startRelay(srv *biditest.Server) (*relayProc, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer os.Remove(cert.Name()) // the child has read it once it listens
 	pem.Encode(cert, &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	cert.Close()
 	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String()}
@@ -252,6 +253,7 @@ func drive() error {
 	}
 
 	// Refused opens.
+	wantCode := map[string]websocket.StatusCode{"424": 1014, "400": 1011, "503": 1013, "429": 1013}
 	for _, code := range []string{"424", "400", "503", "429"} {
 		ep := "refuse-" + code
 		c, _, err := websocket.Dial(ctx, "ws://"+rp.addr+"/ws?ep="+ep, nil)
@@ -265,6 +267,9 @@ func drive() error {
 		at, _ := m.refusedAt.Load(ep)
 		fmt.Printf("refused open %s: close %d %q %v after the refusal\n", code, ce.Code, ce.Reason, closed.Sub(at.(time.Time)).Round(10*time.Microsecond))
 		c.CloseNow()
+		if ce.Code != wantCode[code] {
+			return fmt.Errorf("refused open %s closed with %d, want %d", code, ce.Code, wantCode[code])
+		}
 	}
 	return nil
 }

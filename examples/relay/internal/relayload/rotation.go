@@ -105,5 +105,8 @@ func rotationRun(ctx context.Context, rp *relayProc, n int, audio time.Duration,
 	fmt.Printf("  gaps between replies (frames every %v): p50 %v, p99 %v, p99.9 %v, max %v\n", interval,
 		pct(gaps, 50).Round(10*time.Microsecond), pct(gaps, 99).Round(10*time.Microsecond),
 		gaps[min(len(gaps)-1, len(gaps)*999/1000)].Round(10*time.Microsecond), pct(gaps, 100).Round(10*time.Microsecond))
+	if lost != 0 || dup != 0 || codes[websocket.StatusNormalClosure] != n {
+		return fmt.Errorf("rotation run: %d lost, %d duplicated, closes %v", lost, dup, codes)
+	}
 	return nil
 }
