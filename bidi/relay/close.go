@@ -48,8 +48,10 @@ const (
 //	a websocket.CloseError (from a Hook)               its code and reason
 //	anything else                                      1011  "internal error"
 //
-// A [*bidi.ReconnectError] (a RotatingSession that could not replace its
-// stream) is mapped by the error it wraps. The relay's own limits close
+// Behind a [bidi.RotatingSession] (the default), a stream that fails
+// mid-way is replaced without the client noticing; the client sees its
+// error only once reconnects are exhausted, as a [*bidi.ReconnectError],
+// which is mapped by the error it wraps. The relay's own limits close
 // with codes of their own (see the package documentation).
 func CloseFor(err error) (websocket.StatusCode, string) {
 	var (
