@@ -28,9 +28,9 @@
 //     is not UTF-8 closes the connection with 1007); large messages are
 //     fragmented by the session as usual;
 //   - each direction has a queue bounded in bytes (Options.ToModelQueueBytes,
-//     ToClientQueueBytes); when a message does not fit, Options.Overflow
-//     decides: close with 1008 (the default) or 1013, or drop the oldest
-//     binary message first;
+//     ToClientQueueBytes); when it is full, Options.Overflow decides: close
+//     with 1008 (the default) or 1013, or drop the oldest binary message
+//     first;
 //   - hooks (Options.ToModel, ToClient) see, change or drop each message;
 //   - the client is pinged, and idle, lifetime and ping-flood limits apply.
 //
@@ -40,7 +40,9 @@
 // ends: the client's EndOfInput message (Options.EndOfInput), its close
 // frame, Options.IdleTimeout, Options.MaxLifetime or [Handler.Shutdown].
 // The model's input ends through [Finisher] (Session.Finish: once the
-// model has been quiet for Options.FinishQuiet) or CloseSend, every reply
+// model has been quiet for Options.FinishQuiet) or, for a Model without
+// Finish (RotatingSession today), by the relay's own wait for the same
+// quiet period and then CloseSend; every reply
 // still on its way is delivered (unless the client is gone), and the
 // client gets the close code of the model's end, [CloseFor]'s table
 // (1000 for a clean end), or 1001 for idle, lifetime and shutdown.
