@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
 
 // startServer runs the example with args on a free loopback port and
@@ -154,5 +156,35 @@ func TestNodeWSClient(t *testing.T) {
 	r := runNodeClient(t, "ws://"+addr+"/ws", 200)
 	if r.Error != "" || r.Sent != 200 || r.Received != 200 || r.Mismatch != -1 || r.Code != 1000 {
 		t.Fatalf("node client: %+v", r)
+	}
+}
+
+// TestEveryFlagHasAnExample checks that -h shows every flag in use.
+func TestEveryFlagHasAnExample(t *testing.T) {
+	fs, _ := newFlagSet(io.Discard)
+	if missing := cli.FlagsWithoutExample(fs); len(missing) > 0 {
+		t.Errorf("flags without an example in -h: %q", missing)
+	}
+}
+
+// A bad flag is a usage error (exit 2), -h is not an error, and Ctrl-C
+// ends the server with 130 and "relay: interrupted".
+func TestExitCodes(t *testing.T) {
+	var out bytes.Buffer
+	if code := run(t.Context(), []string{"-no-such-flag"}, io.Discard, &out, nil); code != 2 {
+		t.Errorf("bad flag: exit %d", code)
+	}
+	if code := run(t.Context(), []string{"-h"}, io.Discard, &out, nil); code != 0 {
+		t.Errorf("-h: exit %d", code)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	var errOut bytes.Buffer
+	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, io.Discard, &errOut, ready) }()
+	<-ready
+	cancel(cli.ErrInterrupted)
+	if code := <-done; code != cli.ExitInterrupted || errOut.String() != "relay: interrupted\n" {
+		t.Errorf("interrupted: exit %d, stderr %q", code, errOut.String())
 	}
 }
