@@ -30,7 +30,7 @@ type env struct {
 // newEnv starts biditest with model (nil: Echo) and a relay with opts
 // (Authorize accepts every request for endpoint "ep" unless opts says
 // otherwise through authorize).
-func newEnv(t *testing.T, model biditest.Handler, opts *Options, authorize AuthorizeFunc, mods ...func(*bidi.Client, *Options)) *env {
+func newEnv(t testing.TB, model biditest.Handler, opts *Options, authorize AuthorizeFunc, mods ...func(*bidi.Client, *Options)) *env {
 	t.Helper()
 	srv := biditest.NewServer(model)
 	t.Cleanup(srv.Close)
@@ -72,7 +72,7 @@ func plainSessions(c *bidi.Client, o *Options) { o.Open = Sessions(c) }
 func (e *env) url() string { return "ws" + strings.TrimPrefix(e.hs.URL, "http") }
 
 // dial connects a client; it fails the test on error.
-func (e *env) dial(t *testing.T) *websocket.Conn {
+func (e *env) dial(t testing.TB) *websocket.Conn {
 	t.Helper()
 	c, _, err := websocket.Dial(t.Context(), e.url(), nil)
 	if err != nil {
