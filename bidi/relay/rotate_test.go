@@ -87,6 +87,7 @@ func TestRotatingSessionLosesNothing(t *testing.T) {
 // reaches the client, and CloseSend comes only after it.
 func TestEndOfInputWaitsForQuietWithoutFinish(t *testing.T) {
 	fm := newFakeModel()
+	var closeSends atomic.Int32
 	ended := make(chan struct{})
 	e := newEnv(t, nil, &Options{
 		FinishQuiet: time.Hour, // only the model's own end ends the wait
@@ -97,7 +98,9 @@ func TestEndOfInputWaitsForQuietWithoutFinish(t *testing.T) {
 			}
 			return false
 		},
-		Open: func(ctx context.Context, in *bidi.OpenInput) (Model, error) { return closeSendCounter{fm}, nil },
+		Open: func(ctx context.Context, in *bidi.OpenInput) (Model, error) {
+			return closeSendCounter{fm, &closeSends}, nil
+		},
 	}, nil)
 	c := e.dial(t)
 	c.Write(t.Context(), websocket.MessageText, []byte("question"))
@@ -115,14 +118,15 @@ func TestEndOfInputWaitsForQuietWithoutFinish(t *testing.T) {
 	wantClose(t, err, websocket.StatusNormalClosure, "")
 }
 
-var closeSends atomic.Int32
-
 // closeSendCounter counts CloseSend calls; the fake model then ends, as
 // SageMaker ends the container's connection when the input ends.
-type closeSendCounter struct{ *fakeModel }
+type closeSendCounter struct {
+	*fakeModel
+	n *atomic.Int32
+}
 
 func (c closeSendCounter) CloseSend() error {
-	closeSends.Add(1)
+	c.n.Add(1)
 	select {
 	case c.end <- nil:
 	default:
