@@ -20,12 +20,13 @@ const endMessage = `{"type":"end"}`
 
 // appConfig is what the example's server serves.
 type appConfig struct {
-	input    bidi.OpenInput // what every call opens
-	sample   []byte         // served as /sample.pcm when not nil
-	origins  []string       // relay.Options.OriginPatterns
-	token    string         // required ?token=, when not empty
-	rotation *bidi.Rotation // nil: bidi's defaults
-	tune     func(*relay.Options)
+	input     bidi.OpenInput // what every call opens
+	sample    []byte         // served as /sample+sampleExt when not nil
+	sampleExt string         // ".pcm", ".wav", ...
+	origins   []string       // relay.Options.OriginPatterns
+	token     string         // required ?token=, when not empty
+	rotation  *bidi.Rotation // nil: bidi's defaults
+	tune      func(*relay.Options)
 }
 
 // app is the example's HTTP handler: the page, the relay at /ws, and the
@@ -70,7 +71,7 @@ func newApp(client *bidi.Client, cfg appConfig) (*app, error) {
 	})
 	mux.Handle("/ws", h)
 	if cfg.sample != nil {
-		mux.HandleFunc("GET /sample.pcm", func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("GET /sample"+cfg.sampleExt, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Write(cfg.sample)
 		})

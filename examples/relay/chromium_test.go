@@ -18,10 +18,10 @@ import (
 	"github.com/coder/websocket"
 )
 
-// speechSample makes a short spoken sentence with espeak-ng and converts
-// it with sox to what the page streams: 16 kHz, 16-bit signed, mono,
-// little-endian raw PCM.
-func speechSample(t *testing.T) string {
+// speechSample makes a short spoken sentence with espeak-ng (a WAV file
+// at 22,050 Hz) and converts it with sox to what the page streams: 16 kHz,
+// 16-bit signed, mono, little-endian raw PCM. It returns both files.
+func speechSample(t *testing.T) (wavFile, pcmFile string) {
 	t.Helper()
 	espeak, sox := needTool(t, "espeak-ng"), needTool(t, "sox")
 	dir := t.TempDir()
@@ -32,7 +32,7 @@ func speechSample(t *testing.T) string {
 	if out, err := exec.CommandContext(t.Context(), sox, wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed-integer", "-L", "-t", "raw", pcm).CombinedOutput(); err != nil {
 		t.Fatalf("sox: %v\n%s", err, out)
 	}
-	return pcm
+	return wav, pcm
 }
 
 // cdp is a minimal Chrome DevTools Protocol client over one page target.
@@ -149,7 +149,7 @@ func openChromium(t *testing.T, url string) *cdp {
 // 20 ms frames and checks every reply; the DOM shows the result, and a
 // screenshot is kept.
 func TestChromiumStreamsSpeech(t *testing.T) {
-	pcm := speechSample(t)
+	_, pcm := speechSample(t)
 	info, err := os.Stat(pcm)
 	if err != nil || info.Size() < 16000 {
 		t.Fatalf("sample: %v, %d bytes", err, info.Size())
@@ -160,24 +160,7 @@ func TestChromiumStreamsSpeech(t *testing.T) {
 	addr := startServer(t, "-sample", pcm, "-queue-bytes", "4194304")
 	p := openChromium(t, "http://"+addr+"/?src=sample.pcm&pace=2")
 	ctx := t.Context()
-	for {
-		done, err := p.eval(ctx, "document.body && document.body.dataset.done || ''")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if done == "1" {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the page did not finish")
-		case <-time.After(100 * time.Millisecond): // polling the DOM, not timing an outcome
-		}
-	}
-	text, err := p.eval(ctx, "document.getElementById('result').textContent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := waitResult(t, p)
 	var r struct {
 		Sent, Echoed, Mismatches, CloseCode int
 		OK                                  bool
@@ -202,4 +185,54 @@ func TestChromiumStreamsSpeech(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d frames echoed; screenshot %s (%d bytes)", r.Echoed, path, len(png))
+}
+
+// The page's file path: Chromium decodes the espeak-ng WAV (22,050 Hz)
+// and resamples it to 16 kHz with WebAudio before streaming it.
+func TestChromiumDecodesAndResamplesWAV(t *testing.T) {
+	wav, pcm := speechSample(t)
+	info, err := os.Stat(pcm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startServer(t, "-sample", wav, "-queue-bytes", "4194304")
+	p := openChromium(t, "http://"+addr+"/?src=sample.wav&pace=0")
+	text := waitResult(t, p)
+	var r struct {
+		Sent, Echoed, Mismatches, CloseCode int
+		OK                                  bool
+	}
+	if err := json.Unmarshal([]byte(text), &r); err != nil {
+		t.Fatalf("result %q: %v", text, err)
+	}
+	// sox and WebAudio resample alike to within a frame or two.
+	want := int((info.Size() + 639) / 640)
+	if !r.OK || r.Echoed != r.Sent || r.Sent < want-2 || r.Sent > want+2 {
+		t.Fatalf("page result %s, want about %d frames, all echoed", text, want)
+	}
+}
+
+// waitResult waits for the page to finish and returns its result text.
+func waitResult(t *testing.T, p *cdp) string {
+	t.Helper()
+	ctx := t.Context()
+	for {
+		done, err := p.eval(ctx, "document.body && document.body.dataset.done || ''")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done == "1" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the page did not finish")
+		case <-time.After(100 * time.Millisecond): // polling the DOM, not timing an outcome
+		}
+	}
+	text, err := p.eval(ctx, "document.getElementById('result').textContent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text
 }

@@ -30,6 +30,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -70,7 +71,7 @@ Example: relay -addr localhost:8080 -endpoint my-endpoint -region us-west-2
 	o.conn.RegisterPath(fs)
 	o.conn.RegisterQuery(fs)
 	fs.StringVar(&o.addr, "addr", "localhost:8080", "`address` to serve the page and the relay on, e.g. -addr :8080")
-	fs.StringVar(&o.sample, "sample", "", "`file` of 16 kHz s16le mono PCM served as /sample.pcm, for /?src=sample.pcm, e.g. -sample speech.pcm")
+	fs.StringVar(&o.sample, "sample", "", "audio `file` served as /sample.EXT for /?src=sample.EXT: raw 16 kHz s16le mono PCM if EXT is pcm, else any format the browser decodes, e.g. -sample speech.wav")
 	fs.StringVar(&o.origins, "origins", "", "comma-separated `hosts` whose pages may connect besides this one, e.g. -origins app.example.com")
 	fs.StringVar(&o.token, "token", "", "a `secret` clients must pass as ?token=, standing in for the application's own authorisation, e.g. -token s3cret")
 	fs.IntVar(&o.queue, "queue-bytes", 0, "`bytes` each direction of a call may queue before the oldest audio frames are dropped (0: the relay's default, 32 KiB), e.g. -queue-bytes 65536")
@@ -125,10 +126,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 			ModelInvocationPath: o.conn.Path,
 			ModelQueryString:    o.conn.Query,
 		},
-		sample:   sample,
-		origins:  splitList(o.origins),
-		token:    o.token,
-		rotation: &bidi.Rotation{After: o.rotate},
+		sample:    sample,
+		sampleExt: filepath.Ext(o.sample),
+		origins:   splitList(o.origins),
+		token:     o.token,
+		rotation:  &bidi.Rotation{After: o.rotate},
 		tune: func(ro *relay.Options) {
 			ro.ToModelQueueBytes, ro.ToClientQueueBytes = o.queue, o.queue
 		},
