@@ -38,7 +38,7 @@ func newClient(ctx context.Context, o *options, st *status) (*bidi.Client, func(
 			return nil, nil, err
 		}
 		// The client's own HTTP/2 engine, trusting the system roots and
-		// the file (Options.HTTPClient would take the client off it).
+		// the file.
 		optFns = append(optFns, func(opt *bidi.Options) {
 			opt.TLSConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		})

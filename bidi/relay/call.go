@@ -1,0 +1,502 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+)
+
+// A call is one relayed client: a WebSocket connection and its model
+// session, pumped by four goroutines of its own besides the handler's:
+//
+//	readClient  ws.Read   -> toModel   (owns the client's read side)
+//	sendModel   toModel   -> model.Send, then Finish/CloseSend
+//	recvModel   model.Recv -> toClient (owns the model's read side)
+//	writeClient toClient  -> ws.Write, then ws.Close with the status
+//
+// and supervised by run, on the handler's goroutine, which owns the
+// timers (pings, idle, lifetime, the graceful deadline) and ends the call.
+//
+// How a call ends. The first end decided wins (decide): its close code,
+// reason and kind are what the client gets and what is recorded.
+//   - graceful: the input ends (toModel closed: the client's EndOfInput
+//     message or close, idle, lifetime, Shutdown), sendModel finishes the
+//     model, recvModel reads to the model's end and closes toClient,
+//     writeClient delivers everything and closes the WebSocket;
+//   - abort: a violation or overflow; run closes the WebSocket with the
+//     status and cancels everything.
+//
+// Lock order: endMu is a leaf.
+type call struct {
+	h     *Handler
+	r     *http.Request
+	model Model
+	obs   *callObs
+	ws    *websocket.Conn // set by run before the goroutines start
+
+	ctx    context.Context // ends when the call is over (abort, or the end of run)
+	cancel context.CancelFunc
+
+	toModel, toClient *queue
+
+	lastData  atomic.Int64 // unix nanoseconds of the last data message either way
+	lastReply atomic.Int64 // unix nanoseconds of the last message from the model
+
+	pingWindow atomic.Int64 // second (unix) of the current ping-count window; owned by onPing
+	pings      atomic.Int64 // pings received in that second; owned by onPing
+
+	endMu  sync.Mutex
+	ended  bool                 // guarded by endMu: the status below is decided
+	code   websocket.StatusCode // guarded by endMu
+	reason string               // guarded by endMu
+	kind   string               // guarded by endMu
+
+	aborted    chan struct{} // closed once by abort
+	abortOnce  sync.Once
+	abortNow   atomic.Bool   // abort without a close handshake (the client is unresponsive)
+	clientDone chan struct{} // closed when readClient returns
+	modelDone  chan struct{} // closed when recvModel returns
+	writeDone  chan struct{} // closed when writeClient returns
+}
+
+func newCall(h *Handler, r *http.Request, model Model, ctx context.Context, cancel context.CancelFunc, obs *callObs) *call {
+	return &call{
+		h: h, r: r, model: model, obs: obs, ctx: ctx, cancel: cancel,
+		toModel:    newQueue(h.opts.ToModelQueueBytes),
+		toClient:   newQueue(h.opts.ToClientQueueBytes),
+		aborted:    make(chan struct{}),
+		clientDone: make(chan struct{}),
+		modelDone:  make(chan struct{}),
+		writeDone:  make(chan struct{}),
+	}
+}
+
+// decide records the call's end status unless one was decided; it
+// reports whether this one was.
+func (c *call) decide(code websocket.StatusCode, reason, kind string) bool {
+	c.endMu.Lock()
+	defer c.endMu.Unlock()
+	if c.ended {
+		return false
+	}
+	c.ended, c.code, c.reason, c.kind = true, code, reason, kind
+	return true
+}
+
+func (c *call) status() (websocket.StatusCode, string, string) {
+	c.endMu.Lock()
+	defer c.endMu.Unlock()
+	return c.code, c.reason, c.kind
+}
+
+// abort decides the status (unless the call already ended for another
+// reason than a graceful end in progress) and has run end the call at
+// once.
+func (c *call) abort(code websocket.StatusCode, reason, kind string) {
+	c.endMu.Lock()
+	switch c.kind {
+	case "", KindEndOfInput, KindIdle, KindLifetime, KindShutdown:
+		// Nothing decided, or a graceful end in progress: the failure
+		// is what the client must learn.
+		c.ended, c.code, c.reason, c.kind = true, code, reason, kind
+	}
+	c.endMu.Unlock()
+	c.abortOnce.Do(func() {
+		if testHookAbort != nil {
+			testHookAbort(kind)
+		}
+		close(c.aborted)
+	})
+}
+
+// Test hooks, set only by tests before any call starts.
+var (
+	testHookAbort func(kind string)                        // abort decided, before run is told
+	testHookPush  func(toModel bool, dropped int, ok bool) // after each push to a queue
+)
+
+// endInput starts a graceful end with the given status: the model's
+// input ends after what is queued, and its replies are still delivered.
+func (c *call) endInput(code websocket.StatusCode, reason, kind string) {
+	c.decide(code, reason, kind)
+	c.toModel.close()
+}
+
+func (c *call) touch() { c.lastData.Store(time.Now().UnixNano()) }
+
+// onPing counts the client's pings (on readClient's goroutine, inside
+// ws.Read) and aborts a flood.
+func (c *call) onPing(context.Context, []byte) bool {
+	limit := c.h.opts.MaxPingsPerSecond
+	if limit < 0 {
+		return true
+	}
+	now := time.Now().Unix()
+	if c.pingWindow.Load() != now {
+		c.pingWindow.Store(now)
+		c.pings.Store(0)
+	}
+	if c.pings.Add(1) > int64(limit) {
+		c.abort(websocket.StatusPolicyViolation, "too many pings", KindPingFlood)
+		return false
+	}
+	return true
+}
+
+func (c *call) overflowStatus(toModel bool) (websocket.StatusCode, string) {
+	reason := "client too slow"
+	if toModel {
+		reason = "model too slow"
+	}
+	if c.h.opts.Overflow == OverflowTryAgainLater {
+		return websocket.StatusTryAgainLater, reason
+	}
+	return websocket.StatusPolicyViolation, reason
+}
+
+// hook runs a Hook and turns its error into an abort; it reports whether
+// m is to be forwarded.
+func (c *call) hook(h Hook, m bidi.Message) (bidi.Message, bool) {
+	if h == nil {
+		return m, true
+	}
+	m2, err := h(c.ctx, m)
+	if err == nil {
+		return m2, true
+	}
+	if !errors.Is(err, ErrSkip) {
+		var ce websocket.CloseError
+		if errors.As(err, &ce) {
+			c.abort(ce.Code, cleanReason(ce.Reason), KindHook)
+		} else {
+			c.abort(websocket.StatusInternalError, "internal error", KindHook)
+		}
+	}
+	return bidi.Message{}, false
+}
+
+// run relays the call over ws until it ends, then releases everything.
+func (c *call) run(ws *websocket.Conn) {
+	c.ws = ws
+	ws.SetReadLimit(c.h.opts.MaxMessageSize)
+	c.touch()
+	var wg sync.WaitGroup
+	wg.Go(c.readClient)
+	wg.Go(c.sendModel)
+	wg.Go(c.recvModel)
+	wg.Go(c.writeClient)
+
+	c.supervise()
+
+	c.cancel()
+	c.model.Close()
+	ws.CloseNow()
+	c.toModel.close()
+	c.toClient.close()
+	wg.Wait()
+	code, _, kind := c.status()
+	c.h.logEnd(c.r, code, kind)
+	c.obs.end(code, kind)
+}
+
+// supervise waits for the call's end, running its timers; it returns
+// when the call is over or must be cut.
+func (c *call) supervise() {
+	o := &c.h.opts
+	var (
+		pingTick    <-chan time.Time
+		pingResult  = make(chan error, 1)
+		pinging     bool
+		idle        <-chan time.Time
+		lifetime    <-chan time.Time
+		finishLimit <-chan time.Time
+		shutdown    = c.h.shutdown
+	)
+	if o.PingInterval > 0 {
+		t := time.NewTicker(o.PingInterval)
+		defer t.Stop()
+		pingTick = t.C
+	}
+	var idleTimer *time.Timer
+	if o.IdleTimeout > 0 {
+		idleTimer = time.NewTimer(o.IdleTimeout)
+		defer idleTimer.Stop()
+		idle = idleTimer.C
+	}
+	if o.MaxLifetime > 0 {
+		t := time.NewTimer(o.MaxLifetime)
+		defer t.Stop()
+		lifetime = t.C
+	}
+	startFinish := func() {
+		if finishLimit == nil {
+			t := time.NewTimer(o.FinishTimeout)
+			finishLimit = t.C
+		}
+	}
+	clientDone, modelDone, writeDone := c.clientDone, c.modelDone, c.writeDone
+	for {
+		if modelDone == nil && writeDone == nil {
+			return // the model ended and the client has everything, or is gone
+		}
+		select {
+		case <-c.aborted:
+			code, reason, _ := c.status()
+			if c.abortNow.Load() {
+				c.ws.CloseNow()
+			} else {
+				c.ws.Close(code, reason)
+			}
+			return
+		case <-c.h.base.Done():
+			c.abort(websocket.StatusGoingAway, "going away", KindShutdown)
+		case <-clientDone:
+			// The client's side ended (its close frame, or the
+			// connection): its input is over; the model finishes.
+			clientDone = nil
+			c.endInput(websocket.StatusAbnormalClosure, "", KindClientGone)
+			startFinish()
+		case <-modelDone:
+			modelDone = nil
+			startFinish()
+		case <-writeDone:
+			writeDone = nil
+			startFinish()
+		case <-shutdown:
+			shutdown = nil
+			c.endInput(websocket.StatusGoingAway, "going away", KindShutdown)
+			startFinish()
+		case <-lifetime:
+			lifetime = nil
+			c.endInput(websocket.StatusGoingAway, "lifetime limit reached", KindLifetime)
+			startFinish()
+		case <-idle:
+			since := time.Since(time.Unix(0, c.lastData.Load()))
+			if since < o.IdleTimeout {
+				idleTimer.Reset(o.IdleTimeout - since)
+				continue
+			}
+			idle = nil
+			c.endInput(websocket.StatusGoingAway, "idle timeout", KindIdle)
+			startFinish()
+		case <-finishLimit:
+			c.abort(websocket.StatusGoingAway, "going away", KindFinishTimeout)
+		case <-pingTick:
+			if pinging {
+				continue
+			}
+			pinging = true
+			go func() {
+				ctx, cancel := context.WithTimeout(c.ctx, o.PingTimeout)
+				defer cancel()
+				pingResult <- c.ws.Ping(ctx)
+			}()
+		case err := <-pingResult:
+			pinging = false
+			if err != nil && c.ctx.Err() == nil {
+				c.abortNow.Store(true)
+				c.abort(websocket.StatusGoingAway, "ping timeout", KindPingTimeout)
+			}
+		}
+	}
+}
+
+// readClient reads the client's messages into toModel.
+func (c *call) readClient() {
+	defer close(c.clientDone)
+	o := &c.h.opts
+	inputOver := false
+	for {
+		typ, data, err := c.ws.Read(c.ctx)
+		if err != nil {
+			switch code := websocket.CloseStatus(err); {
+			case code != -1:
+				c.decide(code, "", KindClientClose)
+			case errors.Is(err, websocket.ErrMessageTooBig):
+				// coder/websocket has sent the close frame (1009).
+				c.decide(websocket.StatusMessageTooBig, "message too big", KindTooBig)
+			}
+			return
+		}
+		c.touch()
+		m := bidi.Message{Data: data, Type: bidi.DataTypeBinary}
+		if typ == websocket.MessageText {
+			if !utf8.Valid(data) {
+				c.abort(websocket.StatusInvalidFramePayloadData, "text message is not valid UTF-8", KindInvalidUTF8)
+				return
+			}
+			m.Type = bidi.DataTypeUTF8
+		}
+		if inputOver {
+			c.abort(websocket.StatusPolicyViolation, "message after end of input", KindProtocol)
+			return
+		}
+		if o.EndOfInput != nil && o.EndOfInput(m) {
+			inputOver = true
+			c.endInput(websocket.StatusNormalClosure, "", KindEndOfInput)
+			// The status decided here is a placeholder: the model's
+			// end gives the close code (see recvModel).
+			continue
+		}
+		m, ok := c.hook(o.ToModel, m)
+		if !ok {
+			if c.ctx.Err() != nil || isClosed(c.aborted) {
+				return
+			}
+			continue
+		}
+		dropped, ok := c.toModel.push(m, o.Overflow == OverflowDropOldest)
+		c.obs.dropped(true, dropped)
+		if testHookPush != nil {
+			testHookPush(true, dropped, ok)
+		}
+		if !ok {
+			code, reason := c.overflowStatus(true)
+			c.abort(code, reason, KindOverflow)
+			return
+		}
+	}
+}
+
+// sendModel sends toModel's messages to the model, then ends its input.
+func (c *call) sendModel() {
+	for {
+		m, ok := c.toModel.pop(c.ctx)
+		if !ok {
+			break
+		}
+		if err := c.model.Send(c.ctx, m); err != nil {
+			return // the model's side is over; recvModel reports why
+		}
+		c.obs.message(true, len(m.Data))
+	}
+	if c.ctx.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.h.opts.FinishTimeout)
+	defer cancel()
+	if f, ok := c.model.(Finisher); ok {
+		_ = f.Finish(ctx, c.h.opts.FinishQuiet) // its outcome reaches recvModel too
+		return
+	}
+	c.awaitQuiet(ctx)
+	_ = c.model.CloseSend()
+}
+
+// awaitQuiet waits until the model has sent nothing for FinishQuiet
+// (counted from its last reply, or from the call), until it ends, or
+// until ctx ends: Finish's promise for a Model without Finish, so that
+// replies still on their way when the input ends are not lost on a
+// platform that closes the container's connection at the end of the
+// input.
+func (c *call) awaitQuiet(ctx context.Context) {
+	quiet := c.h.opts.FinishQuiet
+	start := time.Now().UnixNano()
+	for {
+		last := max(c.lastReply.Load(), start)
+		wait := quiet - time.Duration(time.Now().UnixNano()-last)
+		if wait <= 0 {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-c.modelDone:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// recvModel reads the model's messages into toClient, then the end.
+func (c *call) recvModel() {
+	defer close(c.modelDone)
+	o := &c.h.opts
+	for {
+		m, err := c.model.Recv(c.ctx)
+		if err != nil {
+			if errors.Is(err, bidi.ErrMessageTooLarge) {
+				c.obs.dropped(false, 1)
+				continue
+			}
+			code, reason := CloseFor(err)
+			c.endMu.Lock()
+			switch {
+			case !c.ended:
+				c.ended, c.code, c.reason, c.kind = true, code, reason, KindModelEnd
+			case c.kind == KindEndOfInput:
+				// The client asked for the end: it gets the model's
+				// verdict on it.
+				c.code, c.reason = code, reason
+			}
+			c.endMu.Unlock()
+			c.toClient.close()
+			return
+		}
+		c.touch()
+		c.lastReply.Store(time.Now().UnixNano())
+		m, ok := c.hook(o.ToClient, m)
+		if !ok {
+			if c.ctx.Err() != nil || isClosed(c.aborted) {
+				return
+			}
+			continue
+		}
+		dropped, ok := c.toClient.push(m, o.Overflow == OverflowDropOldest)
+		c.obs.dropped(false, dropped)
+		if testHookPush != nil {
+			testHookPush(false, dropped, ok)
+		}
+		if !ok {
+			code, reason := c.overflowStatus(false)
+			c.abort(code, reason, KindOverflow)
+			return
+		}
+	}
+}
+
+// writeClient writes toClient's messages to the client, then closes the
+// WebSocket with the call's status.
+func (c *call) writeClient() {
+	defer close(c.writeDone)
+	for {
+		m, ok := c.toClient.pop(c.ctx)
+		if !ok {
+			break
+		}
+		typ := websocket.MessageBinary
+		if m.Type == bidi.DataTypeUTF8 {
+			typ = websocket.MessageText
+		}
+		if err := c.ws.Write(c.ctx, typ, m.Data); err != nil {
+			return
+		}
+		c.touch()
+		c.obs.message(false, len(m.Data))
+	}
+	if c.ctx.Err() != nil {
+		return
+	}
+	code, reason, _ := c.status()
+	c.ws.Close(code, reason)
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

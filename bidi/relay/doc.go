@@ -1,0 +1,91 @@
+// Package relay is a WebSocket front door for SageMaker bidirectional
+// streams: an http.Handler that lets browsers, phones and any WebSocket
+// client talk to a model through a Go backend, which holds the AWS
+// credentials and signs every event, with rotation hidden and memory
+// bounded.
+//
+// # A tour
+//
+// Mount a [Handler] built from a bidi.Client and an [AuthorizeFunc] that
+// decides, per request, whether it may open a session and with which
+// input:
+//
+//	h, err := relay.New(client, func(r *http.Request) (*bidi.OpenInput, error) {
+//		if !validSession(r) {
+//			return nil, &relay.StatusError{Status: http.StatusUnauthorized}
+//		}
+//		return &bidi.OpenInput{EndpointName: "my-endpoint"}, nil
+//	}, nil)
+//	http.Handle("/ws", h)
+//
+// Each request is checked (a WebSocket upgrade, an allowed Origin, a
+// free slot under Options.MaxClients), authorised, given its model
+// session (a [bidi.RotatingSession] by default, see [Rotating] and
+// [Sessions]), and only then upgraded. From then on:
+//
+//   - one WebSocket message is one model message, both ways: binary
+//     frames are BINARY parts, text frames UTF8 parts (a text message that
+//     is not UTF-8 closes the connection with 1007); large messages are
+//     fragmented by the session as usual;
+//   - each direction has a queue bounded in bytes (Options.ToModelQueueBytes,
+//     ToClientQueueBytes); when it is full, Options.Overflow decides: close
+//     with 1008 (the default) or 1013, or drop the oldest binary message
+//     first;
+//   - hooks (Options.ToModel, ToClient) see, change or drop each message;
+//   - the client is pinged, and idle, lifetime and ping-flood limits apply.
+//
+// # How a call ends
+//
+// Gracefully, without losing the model's last answer, when the input
+// ends: the client's EndOfInput message (Options.EndOfInput), its close
+// frame, Options.IdleTimeout, Options.MaxLifetime or [Handler.Shutdown].
+// The model's input ends through [Finisher] (Session.Finish: once the
+// model has been quiet for Options.FinishQuiet) or, for a Model without
+// Finish (RotatingSession today), by the relay's own wait for the same
+// quiet period and then CloseSend; every reply
+// still on its way is delivered (unless the client is gone), and the
+// client gets the close code of the model's end, [CloseFor]'s table
+// (1000 for a clean end), or 1001 for idle, lifetime and shutdown.
+// A WebSocket close from the client is answered at once by the WebSocket
+// protocol, and browsers drop what arrives after it, so a client that
+// wants the last answer sends its EndOfInput message and waits for the
+// close.
+//
+// At once, with a close code, when something goes wrong:
+//
+//	what happened                                  code  close_kind
+//	the model side ended or failed                 CloseFor(err)  model_end
+//	the model side could not be opened             CloseFor(err)  open_refused
+//	                                               (or an HTTP status before the upgrade: RefuseWithHTTPStatus)
+//	a text message that is not UTF-8               1007  invalid_utf8
+//	a message over Options.MaxMessageSize          1009  message_too_big
+//	a queue overflowed (OverflowClose)             1008  overflow ("client too slow" / "model too slow")
+//	a queue overflowed (OverflowTryAgainLater)     1013  overflow
+//	pings faster than MaxPingsPerSecond            1008  ping_flood
+//	no pong within PingTimeout                     none (connection dropped)  ping_timeout
+//	a data message after EndOfInput                1008  protocol
+//	a Hook's websocket.CloseError                  its code  hook
+//	a Hook's other error                           1011  hook
+//	idle / lifetime / Shutdown                     1001  idle / lifetime / shutdown
+//	a graceful end over FinishTimeout, Close       1001  finish_timeout / shutdown
+//
+// Before any upgrade, a request is refused with an HTTP status: 426 (not
+// a WebSocket upgrade), 403 (Origin not allowed), 503 with Retry-After
+// (MaxClients reached, or shutting down), or the AuthorizeFunc's status.
+//
+// # Memory and goroutines
+//
+// A call runs four goroutines besides the handler's (one per direction
+// and side), plus its model session's. What it buffers is bounded by its
+// two queues, one client message being read (MaxMessageSize) and one
+// being written; the session's own bounds are bidi's. Calls are
+// independent: a client that does not read fills only its own queue.
+//
+// # Observability
+//
+// A span per call (SpanName, with the model session's span as its child)
+// and counters for messages, bytes, drops, closes and refusals (the Metric
+// constants), through the providers of the bidi.Client unless Options
+// names others. No attribute holds a payload, a credential or a close
+// reason.
+package relay

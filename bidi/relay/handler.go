@@ -1,0 +1,286 @@
+package relay
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+)
+
+// AuthorizeFunc decides whether a WebSocket request may open a model
+// session, and with which input: the endpoint, variant and routing the
+// application chooses for this user (never taken blindly from the
+// request). It runs before anything is opened or upgraded; an error
+// refuses the request with its HTTP status (see [StatusError]; 403 when
+// it has none). It may be called concurrently.
+type AuthorizeFunc func(r *http.Request) (*bidi.OpenInput, error)
+
+// A Handler relays WebSocket clients to model sessions: an http.Handler
+// to mount where browsers, phones or any WebSocket client connect. Each
+// request is, in order: checked to be a WebSocket upgrade (else 426),
+// checked for its Origin (else 403), counted against MaxClients (else
+// 503 with Retry-After), authorised by the AuthorizeFunc (else its
+// status), given its model session through Options.Open (a refusal is
+// reported as [CloseFor] or [HTTPStatusFor] says) and only then upgraded.
+// Then every client message goes to the model as one message (binary as
+// BINARY, text as UTF8) and every model message to the client, until
+// one side ends; see the package documentation for how calls end.
+//
+// A Handler is safe for concurrent use. Shutdown ends its calls
+// gracefully, Close at once; both refuse new requests with 503.
+//
+// The http.Server it runs on should bound what happens before the
+// handler runs (ReadHeaderTimeout, MaxHeaderBytes): a relay's
+// connections are hijacked, and the server's other timeouts do not
+// apply to them.
+type Handler struct {
+	authorize AuthorizeFunc
+	open      OpenFunc
+	opts      Options
+	obs       *observer
+
+	slots chan struct{} // one token per call in progress (MaxClients)
+	wg    sync.WaitGroup
+
+	shutdown     chan struct{}      // closed by Shutdown or Close: calls end gracefully
+	base         context.Context    // cancelled by Close: calls end at once
+	baseCancel   context.CancelFunc //
+	shutdownOnce sync.Once
+	stopping     atomic.Bool
+}
+
+// New returns a Handler that opens model sessions with client (through
+// Options.Open, [Rotating] on client by default) for the requests
+// authorize accepts. client may be nil when opts.Open is set.
+func New(client *bidi.Client, authorize AuthorizeFunc, opts *Options) (*Handler, error) {
+	if authorize == nil {
+		return nil, ErrNoAuthorize
+	}
+	o := opts.resolved()
+	open := o.Open
+	if open == nil {
+		if client == nil {
+			return nil, ErrNoOpen
+		}
+		open = Rotating(client, nil)
+	}
+	tp, mp := o.TracerProvider, o.MeterProvider
+	if client != nil {
+		co := client.Options()
+		if tp == nil {
+			tp = co.TracerProvider
+		}
+		if mp == nil {
+			mp = co.MeterProvider
+		}
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Handler{
+		authorize:  authorize,
+		open:       open,
+		opts:       o,
+		obs:        newObserver(tp, mp),
+		slots:      make(chan struct{}, o.MaxClients),
+		shutdown:   make(chan struct{}),
+		base:       base,
+		baseCancel: cancel,
+	}, nil
+}
+
+// Active returns the number of calls in progress.
+func (h *Handler) Active() int { return len(h.slots) }
+
+// Shutdown refuses new requests and ends every call gracefully: the
+// model's input ends (see [Finisher]), its remaining replies are
+// delivered and the client gets 1001 "going away". It returns once every
+// call is over, or with ctx's error, after which it ends the calls still
+// running at once, as Close does.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.stopping.Store(true)
+	h.shutdownOnce.Do(func() { close(h.shutdown) })
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		h.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close refuses new requests and ends every call at once: clients get
+// 1001 "going away" and model sessions are closed. It waits for the
+// calls' goroutines to exit.
+func (h *Handler) Close() error {
+	h.stopping.Store(true)
+	h.shutdownOnce.Do(func() { close(h.shutdown) })
+	h.baseCancel()
+	h.wg.Wait()
+	return nil
+}
+
+// ServeHTTP relays one WebSocket client; see Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !isUpgrade(r) {
+		w.Header().Set("Connection", "Upgrade")
+		w.Header().Set("Upgrade", "websocket")
+		h.refuse(w, http.StatusUpgradeRequired, "WebSocket upgrade required")
+		return
+	}
+	if !h.originAllowed(r) {
+		h.refuse(w, http.StatusForbidden, "origin not allowed")
+		return
+	}
+	if h.stopping.Load() {
+		h.refuse(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
+	select {
+	case h.slots <- struct{}{}:
+	default:
+		w.Header().Set("Retry-After", "1")
+		h.refuse(w, http.StatusServiceUnavailable, "too many clients")
+		return
+	}
+	h.wg.Add(1)
+	defer func() {
+		<-h.slots
+		h.wg.Done()
+	}()
+
+	in, err := h.authorize(r)
+	if err != nil {
+		status, msg := refusal(err)
+		h.refuse(w, status, msg)
+		return
+	}
+	if in == nil {
+		h.refuse(w, http.StatusInternalServerError, "")
+		return
+	}
+
+	// The call's context keeps the request's values (a trace, say) but
+	// not its cancellation, and ends with the call or with Close.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	stop := context.AfterFunc(h.base, cancel)
+	defer stop()
+	ctx, obs := h.obs.startCall(ctx, in.EndpointName)
+	model, err := h.openModel(ctx, cancel, in)
+	if err != nil {
+		code, reason := CloseFor(err)
+		if h.opts.RefuseWithHTTPStatus {
+			status := HTTPStatusFor(err)
+			h.refuse(w, status, reason)
+			obs.end(code, KindOpenRefused)
+			return
+		}
+		ws, aerr := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+		if aerr == nil {
+			ws.Close(code, reason)
+		}
+		h.logEnd(r, code, KindOpenRefused)
+		obs.end(code, KindOpenRefused)
+		return
+	}
+	c := newCall(h, r, model, ctx, cancel, obs)
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		InsecureSkipVerify: true, // checked above, before anything was opened
+		OnPingReceived:     c.onPing,
+	})
+	if err != nil {
+		model.Close()
+		obs.end(websocket.StatusAbnormalClosure, KindClientGone)
+		return
+	}
+	c.run(ws)
+}
+
+// openModel opens the model side within OpenTimeout. ctx governs the
+// session; cancel ends it, which is how the timeout stops an open.
+func (h *Handler) openModel(ctx context.Context, cancel context.CancelFunc, in *bidi.OpenInput) (Model, error) {
+	var timedOut atomic.Bool
+	t := time.AfterFunc(h.opts.OpenTimeout, func() { timedOut.Store(true); cancel() })
+	m, err := h.open(ctx, in)
+	t.Stop()
+	if err == nil && ctx.Err() != nil {
+		m.Close()
+		err = ctx.Err()
+	}
+	if err != nil && timedOut.Load() {
+		err = ErrOpenTimeout
+	}
+	return m, err
+}
+
+// refuse answers a request before any upgrade.
+func (h *Handler) refuse(w http.ResponseWriter, status int, msg string) {
+	h.obs.refuse(status)
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(msg + "\n"))
+}
+
+func (h *Handler) logEnd(r *http.Request, code websocket.StatusCode, kind string) {
+	if h.opts.ErrorLog != nil && code != websocket.StatusNormalClosure {
+		h.opts.ErrorLog(r, code, kind)
+	}
+}
+
+// isUpgrade reports whether r asks for a WebSocket upgrade.
+func isUpgrade(r *http.Request) bool {
+	return r.Method == http.MethodGet &&
+		headerHasToken(r.Header, "Connection", "upgrade") &&
+		headerHasToken(r.Header, "Upgrade", "websocket")
+}
+
+func headerHasToken(h http.Header, key, token string) bool {
+	for _, v := range h.Values(key) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// originAllowed reports whether r's Origin may connect: no Origin, the
+// request's own host, or a match of Options.OriginPatterns.
+func (h *Handler) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || h.opts.InsecureSkipOriginCheck {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, p := range h.opts.OriginPatterns {
+		target := u.Host
+		if strings.Contains(p, "://") {
+			target = u.Scheme + "://" + u.Host
+		}
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(target)); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,451 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+)
+
+// Every message is echoed once, in order, with its type; EndOfInput ends
+// the call with 1000 after the last echo.
+func TestEchoTextAndBinary(t *testing.T) {
+	e := newEnv(t, nil, &Options{EndOfInput: endOfInput, FinishQuiet: time.Millisecond, ToModelQueueBytes: 1 << 20, ToClientQueueBytes: 1 << 20}, nil)
+	c := e.dial(t)
+	var want []bidi.Message
+	for i := range 50 {
+		m := bidi.Text(fmt.Sprintf(`{"n":%d}`, i))
+		if i%2 == 1 {
+			m = bidi.Binary(bytes.Repeat([]byte{byte(i)}, 100*i))
+		}
+		want = append(want, m)
+		typ := websocket.MessageText
+		if m.Type == bidi.DataTypeBinary {
+			typ = websocket.MessageBinary
+		}
+		if err := c.Write(t.Context(), typ, m.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A large message travels fragmented to the model and back whole.
+	big := bidi.Binary(bytes.Repeat([]byte("0123456789abcdef"), 4<<10))
+	want = append(want, big)
+	if err := c.Write(t.Context(), websocket.MessageBinary, big.Data); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(t.Context(), websocket.MessageText, []byte("end")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readUntilClose(t, c)
+	wantClose(t, err, websocket.StatusNormalClosure, "")
+	if len(got) != len(want) {
+		t.Fatalf("got %d messages, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Type != want[i].Type || !bytes.Equal(got[i].Data, want[i].Data) {
+			t.Fatalf("message %d: got %v %d bytes, want %v %d bytes", i, got[i].Type, len(got[i].Data), want[i].Type, len(want[i].Data))
+		}
+	}
+	// The model saw the big message as parts and the end as a clean end.
+	st := e.srv.Streams()
+	if len(st) != 1 {
+		t.Fatalf("%d streams, want 1", len(st))
+	}
+}
+
+func TestInvalidUTF8(t *testing.T) {
+	e := newEnv(t, nil, nil, nil)
+	c := e.dial(t)
+	if err := c.Write(t.Context(), websocket.MessageText, []byte{'o', 'k', 0xff}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := readUntilClose(t, c)
+	wantClose(t, err, websocket.StatusInvalidFramePayloadData, "text message is not valid UTF-8")
+}
+
+func TestMessageTooBig(t *testing.T) {
+	e := newEnv(t, nil, &Options{MaxMessageSize: 1024}, nil)
+	c := e.dial(t)
+	if err := c.Write(t.Context(), websocket.MessageBinary, make([]byte, 2048)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := readUntilClose(t, c)
+	wantClose(t, err, websocket.StatusMessageTooBig, "")
+}
+
+// A refused open reaches the client as a close code and the modeled
+// message, never the body's other fields.
+func TestRefusedOpenCloses(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		typ    string
+		fields map[string]any
+		code   websocket.StatusCode
+		reason string
+		http   int
+	}{
+		{424, "ModelError", map[string]any{"Message": "Failed to establish WebSocket connection", "OriginalMessage": "secret-ish container text"},
+			StatusBadGateway, "424 ModelError: Failed to establish WebSocket connection", 502},
+		{400, "InputValidationError", map[string]any{"Message": "bad variant"},
+			websocket.StatusInternalError, "400 InputValidationError: bad variant", 502},
+		{503, "ServiceUnavailableError", map[string]any{"Message": "busy"},
+			websocket.StatusTryAgainLater, "503 ServiceUnavailableError: busy", 503},
+		{400, "ThrottlingException", map[string]any{"message": "Rate exceeded"},
+			websocket.StatusTryAgainLater, "400 ThrottlingException: Rate exceeded", 503},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			model := biditest.HandlerFunc(func(st *biditest.Stream) { st.Fail(tc.status, tc.typ, tc.fields) })
+			e := newEnv(t, model, nil, nil)
+			c, _, err := websocket.Dial(t.Context(), e.url(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.CloseNow()
+			_, err = readUntilClose(t, c)
+			wantClose(t, err, tc.code, tc.reason)
+			if strings.Contains(err.Error(), "secret-ish") {
+				t.Fatalf("close reason carries the container's message: %v", err)
+			}
+
+			e2 := newEnv(t, model, &Options{RefuseWithHTTPStatus: true}, nil)
+			_, resp, err := websocket.Dial(t.Context(), e2.url(), nil)
+			if err == nil || resp == nil || resp.StatusCode != tc.http {
+				t.Fatalf("dial: %v, response %v; want status %d", err, resp, tc.http)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if !strings.Contains(string(body), tc.reason) {
+				t.Fatalf("body %q does not hold %q", body, tc.reason)
+			}
+		})
+	}
+}
+
+// A refused authorisation is answered before anything is opened.
+func TestAuthorizeRefuses(t *testing.T) {
+	var opened atomic.Int32
+	e := newEnv(t, nil, &Options{Open: func(ctx context.Context, in *bidi.OpenInput) (Model, error) {
+		opened.Add(1)
+		return nil, fmt.Errorf("must not open")
+	}}, func(r *http.Request) (*bidi.OpenInput, error) {
+		switch r.URL.Query().Get("who") {
+		case "nobody":
+			return nil, &StatusError{Status: http.StatusUnauthorized, Message: "log in first"}
+		case "plain":
+			return nil, fmt.Errorf("some internal detail")
+		}
+		return nil, &StatusError{Status: http.StatusTooManyRequests}
+	})
+	for _, tc := range []struct {
+		who    string
+		status int
+		body   string
+	}{
+		{"nobody", 401, "log in first"},
+		{"plain", 403, "Forbidden"},
+		{"many", 429, "Too Many Requests"},
+	} {
+		_, resp, err := websocket.Dial(t.Context(), e.url()+"?who="+tc.who, nil)
+		if err == nil || resp == nil || resp.StatusCode != tc.status {
+			t.Fatalf("%s: dial %v, response %v; want %d", tc.who, err, resp, tc.status)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if strings.TrimSpace(string(body)) != tc.body {
+			t.Fatalf("%s: body %q, want %q", tc.who, body, tc.body)
+		}
+	}
+	if n := opened.Load(); n != 0 {
+		t.Fatalf("Open called %d times", n)
+	}
+}
+
+func TestOriginCheck(t *testing.T) {
+	e := newEnv(t, nil, &Options{OriginPatterns: []string{"app.example.com", "https://*.example.org"}}, nil)
+	for _, tc := range []struct {
+		origin string
+		ok     bool
+	}{
+		{"https://evil.example", false},
+		{"null", false},
+		{"https://app.example.com", true},
+		{"https://x.example.org", true},
+		{"http://x.example.org", false},
+		{"http://" + strings.TrimPrefix(e.hs.URL, "http://"), true}, // same host
+	} {
+		c, resp, err := websocket.Dial(t.Context(), e.url(), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {tc.origin}}})
+		if tc.ok != (err == nil) {
+			t.Fatalf("origin %q: dial error %v, want ok=%v", tc.origin, err, tc.ok)
+		}
+		if err == nil {
+			c.CloseNow()
+		} else if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("origin %q: status %d, want 403", tc.origin, resp.StatusCode)
+		}
+	}
+	// Not an upgrade at all.
+	resp, err := http.Get(e.hs.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUpgradeRequired {
+		t.Fatalf("plain GET: %d, want 426", resp.StatusCode)
+	}
+}
+
+func TestMaxClients(t *testing.T) {
+	e := newEnv(t, nil, &Options{MaxClients: 1}, nil)
+	c := e.dial(t)
+	_, resp, err := websocket.Dial(t.Context(), e.url(), nil)
+	if err == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("second client: %v %v, want 503 with Retry-After", err, resp)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	// Once the first call is over, its slot is free again.
+	for e.h.Active() != 0 {
+		time.Sleep(time.Millisecond) // polling the condition, not timing it
+	}
+	e.dial(t)
+}
+
+// The model's end reaches the client as CloseFor says, after the replies
+// before it.
+func TestModelEndCloseCode(t *testing.T) {
+	model := biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.Accept()
+		m, err := st.Recv()
+		if err != nil {
+			return
+		}
+		st.Send(m)
+		st.SendModelStreamError("1011", "the model fell over")
+	})
+	// A plain session: a RotatingSession would reconnect instead.
+	e := newEnv(t, model, nil, nil, plainSessions)
+	c := e.dial(t)
+	if err := c.Write(t.Context(), websocket.MessageText, []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readUntilClose(t, c)
+	wantClose(t, err, websocket.StatusInternalError, "ModelStreamError: the model fell over")
+	if len(got) != 1 || string(got[0].Data) != "hi" {
+		t.Fatalf("got %v, want the echo first", got)
+	}
+}
+
+// A client's close frame ends the model's input gracefully (Finish), not
+// by aborting the session.
+func TestClientCloseFinishesModel(t *testing.T) {
+	fm := newFakeModel()
+	e := newEnv(t, nil, &Options{Open: func(context.Context, *bidi.OpenInput) (Model, error) {
+		return finishingModel{fm}, nil
+	}, FinishQuiet: 123 * time.Millisecond}, nil)
+	c := e.dial(t)
+	c.Write(t.Context(), websocket.MessageText, []byte("last words"))
+	c.Close(websocket.StatusNormalClosure, "bye")
+	select {
+	case q := <-fm.finished:
+		if q != 123*time.Millisecond {
+			t.Fatalf("Finish quiet %v", q)
+		}
+	case <-t.Context().Done():
+		t.Fatal("Finish was not called")
+	}
+	if s := fm.sentMessages(); len(s) != 1 || string(s[0].Data) != "last words" {
+		t.Fatalf("model got %v", s)
+	}
+}
+
+// EndOfInput keeps the model's input open through Finish, so a reply
+// that comes after the client's last message still reaches it, then
+// the close.
+func TestEndOfInputDeliversLastReply(t *testing.T) {
+	fm := newFakeModel()
+	e := newEnv(t, nil, &Options{EndOfInput: endOfInput, Open: func(context.Context, *bidi.OpenInput) (Model, error) {
+		return lateModel{fm}, nil
+	}}, nil)
+	c := e.dial(t)
+	c.Write(t.Context(), websocket.MessageText, []byte("question"))
+	c.Write(t.Context(), websocket.MessageText, []byte("end"))
+	got, err := readUntilClose(t, c)
+	wantClose(t, err, websocket.StatusNormalClosure, "")
+	if len(got) != 1 || string(got[0].Data) != "late answer" {
+		t.Fatalf("got %v, want the late answer", got)
+	}
+}
+
+// lateModel answers only when Finish is called, as a model still
+// thinking when the client's input ends.
+type lateModel struct{ *fakeModel }
+
+func (l lateModel) Finish(ctx context.Context, quiet time.Duration) error {
+	l.replies <- bidi.Text("late answer")
+	l.end <- nil
+	return nil
+}
+
+func TestHooks(t *testing.T) {
+	e := newEnv(t, nil, &Options{
+		EndOfInput: endOfInput,
+		ToModel: func(ctx context.Context, m bidi.Message) (bidi.Message, error) {
+			if string(m.Data) == "skip" {
+				return m, ErrSkip
+			}
+			return bidi.Text(strings.ToUpper(string(m.Data))), nil
+		},
+		ToClient: func(ctx context.Context, m bidi.Message) (bidi.Message, error) {
+			if string(m.Data) == "BOOM" {
+				return m, websocket.CloseError{Code: 4001, Reason: "boom seen"}
+			}
+			return bidi.Text("<" + string(m.Data) + ">"), nil
+		},
+	}, nil)
+	c := e.dial(t)
+	for _, s := range []string{"a", "skip", "b"} {
+		c.Write(t.Context(), websocket.MessageText, []byte(s))
+		if s == "skip" {
+			continue
+		}
+		_, b, err := c.Read(t.Context())
+		if want := "<" + strings.ToUpper(s) + ">"; err != nil || string(b) != want {
+			t.Fatalf("after %q: %q %v, want %q", s, b, err, want)
+		}
+	}
+	c.Write(t.Context(), websocket.MessageText, []byte("boom"))
+	got, err := readUntilClose(t, c)
+	wantClose(t, err, 4001, "boom seen")
+	if len(got) != 0 {
+		t.Fatalf("got %q after boom", got)
+	}
+}
+
+// A client that does not read fills its queue; OverflowClose closes it
+// with 1008 once the queue is full.
+func TestOverflowClose(t *testing.T) {
+	aborted := make(chan string, 1)
+	testHookAbort = func(kind string) { aborted <- kind }
+	defer func() { testHookAbort = nil }()
+	e := newEnv(t, nil, &Options{ToClientQueueBytes: 4 << 10, ToModelQueueBytes: 16 << 20}, nil)
+	c := e.dial(t)
+	e.gate.close()
+	msg := make([]byte, 1000)
+loop:
+	for {
+		select {
+		case kind := <-aborted:
+			if kind != KindOverflow {
+				t.Fatalf("aborted with %s", kind)
+			}
+			break loop
+		default:
+		}
+		if err := c.Write(t.Context(), websocket.MessageBinary, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.gate.open()
+	_, err := readUntilClose(t, c)
+	wantClose(t, err, websocket.StatusPolicyViolation, "client too slow")
+}
+
+// OverflowDropOldest keeps the newest messages and counts the others.
+func TestOverflowDropOldest(t *testing.T) {
+	const n = 40
+	var pushed, dropped, in atomic.Int32
+	done := make(chan struct{})
+	testHookPush = func(toModel bool, d int, ok bool) {
+		if toModel {
+			in.Add(1)
+		}
+		if !toModel && ok {
+			dropped.Add(int32(d))
+			if pushed.Add(1) == n {
+				close(done)
+			}
+		}
+	}
+	defer func() { testHookPush = nil }()
+	e := newEnv(t, nil, &Options{ToClientQueueBytes: 8 << 10, ToModelQueueBytes: 1 << 20, Overflow: OverflowDropOldest, EndOfInput: endOfInput, FinishQuiet: time.Millisecond}, nil)
+	c := e.dial(t)
+	e.gate.close()
+	for i := range n {
+		b := make([]byte, 1000)
+		b[0] = byte(i)
+		if err := c.Write(t.Context(), websocket.MessageBinary, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%d pushes, %d in", pushed.Load(), in.Load())
+	}
+	e.gate.open()
+	c.Write(t.Context(), websocket.MessageText, []byte("end"))
+	got, err := readUntilClose(t, c)
+	wantClose(t, err, websocket.StatusNormalClosure, "")
+	if len(got)+int(dropped.Load()) != n || dropped.Load() == 0 {
+		t.Fatalf("got %d, dropped %d, want %d in all and some dropped", len(got), dropped.Load(), n)
+	}
+	// The survivors are in order and end with the newest.
+	for i := 1; i < len(got); i++ {
+		if got[i].Data[0] <= got[i-1].Data[0] {
+			t.Fatalf("out of order: %d after %d", got[i].Data[0], got[i-1].Data[0])
+		}
+	}
+	if got[len(got)-1].Data[0] != n-1 {
+		t.Fatalf("last message %d, want %d", got[len(got)-1].Data[0], n-1)
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	e := newEnv(t, nil, &Options{IdleTimeout: 20 * time.Millisecond, FinishQuiet: time.Millisecond}, nil)
+	c := e.dial(t)
+	_, err := readUntilClose(t, c)
+	wantClose(t, err, websocket.StatusGoingAway, "idle timeout")
+}
+
+func TestPingFlood(t *testing.T) {
+	e := newEnv(t, nil, &Options{MaxPingsPerSecond: 3}, nil)
+	c := e.dial(t)
+	errc := make(chan error, 1)
+	go func() { _, err := readUntilClose(t, c); errc <- err }()
+	for range 100 {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		err := c.Ping(ctx)
+		cancel()
+		if err != nil {
+			break
+		}
+	}
+	wantClose(t, <-errc, websocket.StatusPolicyViolation, "too many pings")
+}
+
+// Shutdown ends calls gracefully with 1001, after their replies.
+func TestShutdown(t *testing.T) {
+	e := newEnv(t, nil, &Options{FinishQuiet: time.Millisecond}, nil)
+	c := e.dial(t)
+	c.Write(t.Context(), websocket.MessageText, []byte("x"))
+	if _, b, err := c.Read(t.Context()); err != nil || string(b) != "x" {
+		t.Fatalf("echo %q %v", b, err)
+	}
+	errc := make(chan error, 1)
+	go func() { _, err := readUntilClose(t, c); errc <- err }()
+	if err := e.h.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wantClose(t, <-errc, websocket.StatusGoingAway, "going away")
+	_, resp, err := websocket.Dial(t.Context(), e.url(), nil)
+	if err == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("after Shutdown: %v", err)
+	}
+}

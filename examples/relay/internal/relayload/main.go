@@ -1,0 +1,425 @@
+// Command relayload measures the relay (package bidi/relay) under load,
+// on loopback, against biditest's echo model:
+//
+//   - overhead: echo round trips of paced 20 ms audio frames through the
+//     relay, beside the same through a bidi session used directly;
+//   - CPU: the relay process's CPU time per audio session-minute;
+//   - a crowd of clients that never read: the relay's memory with every
+//     queue at its bound, and the round trips of other clients meanwhile;
+//   - refused opens (424, 400, 503, throttling): the time from the
+//     model's refusal to the client's close, and the close code.
+//
+// The relay runs in a child process (the same binary with -serve), so
+// that its memory (RSS, heap) and CPU time are its own; the clients and
+// the echo model run in this one.
+//
+//	go run ./examples/relay/internal/relayload -idle 1000 -active 20
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+)
+
+var (
+	serve    = flag.Bool("serve", false, "run the relay (child process)")
+	modelURL = flag.String("model", "", "biditest URL (child)")
+	certFile = flag.String("cert", "", "biditest certificate PEM (child)")
+	queue    = flag.Int("queue", 0, "relay queue bytes per direction (0: default)")
+	idle     = flag.Int("idle", 1000, "clients that never read")
+	active   = flag.Int("active", 20, "clients doing paced round trips")
+	frames   = flag.Int("frames", 250, "round trips per active client (20 ms apart)")
+	heapProf = flag.String("heapprofile", "", "write the relay's heap profile with the crowd connected to this `file`")
+	hostileN = flag.Int("hostile", 1000, "half-open sockets in the hostile phase (0 skips it); a fifth as many slowloris upgrades")
+	rotAfter = flag.Duration("rotate-after", 0, "with -rotate-run: the age at which the relay's RotatingSession replaces its stream")
+	rotRun   = flag.Duration("rotate-run", 0, "instead of the other phases: stream this much audio per client through rotating sessions")
+	speed    = flag.Float64("speed", 20, "with -rotate-run: times real time")
+	idleSend = flag.Int("idle-frames", 64, "640-byte frames each idle client sends")
+)
+
+func main() {
+	flag.Parse()
+	if *serve {
+		if err := runRelay(); err != nil {
+			fmt.Fprintln(os.Stderr, "relayload -serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := drive(); err != nil {
+		fmt.Fprintln(os.Stderr, "relayload:", err)
+		os.Exit(1)
+	}
+}
+
+// model is the echo model; endpoints named refuse-NNN answer with that
+// refusal instead, and record when.
+type model struct {
+	refusedAt sync.Map // endpoint -> time.Time of the last refusal
+}
+
+func (m *model) ServeBidi(st *biditest.Stream) {
+	ep := st.EndpointName
+	if code, ok := strings.CutPrefix(ep, "refuse-"); ok {
+		m.refusedAt.Store(ep, time.Now())
+		switch code {
+		case "424":
+			st.Fail(424, "ModelError", map[string]any{"Message": "Failed to establish WebSocket connection"})
+		case "400":
+			st.Fail(400, "InputValidationError", map[string]any{"Message": "Endpoint variant is not valid"})
+		case "503":
+			st.Fail(503, "ServiceUnavailableError", map[string]any{"Message": "Service unavailable"})
+		case "429":
+			st.Fail(400, "ThrottlingException", map[string]any{"message": "Rate exceeded"})
+		}
+		return
+	}
+	biditest.Echo().ServeBidi(st)
+}
+
+type relayProc struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startRelay(srv *biditest.Server) (*relayProc, error) {
+	cert, err := os.CreateTemp("", "relayload-*.pem")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(cert.Name()) // the child has read it once it listens
+	pem.Encode(cert, &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	cert.Close()
+	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String()}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return nil, fmt.Errorf("relay child: %w", err)
+	}
+	return &relayProc{cmd: cmd, addr: strings.TrimSpace(strings.TrimPrefix(line, "listening "))}, nil
+}
+
+// stats reads the child's own view and its /proc figures.
+type stats struct {
+	RSS       int64 // bytes, VmRSS
+	HeapInuse uint64
+	StackIn   uint64
+	Sys       uint64
+	Goroutine int
+	Active    int
+	Drops     int64
+	Rotations int64
+	CPU       time.Duration // user+system
+}
+
+func (p *relayProc) stats() (stats, error) {
+	var s stats
+	resp, err := http.Get("http://" + p.addr + "/stats")
+	if err != nil {
+		return s, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return s, err
+	}
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	for l := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			s.RSS = kb << 10
+		}
+	}
+	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
+		f := strings.Fields(string(stat)[i+2:])
+		if len(f) > 13 {
+			ut, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			s.CPU = time.Duration(ut+st) * time.Second / 100 // USER_HZ
+		}
+	}
+	return s, nil
+}
+
+func drive() error {
+	ctx := context.Background()
+	m := &model{}
+	srv := biditest.NewUnstartedServer(m)
+	srv.MaxConcurrentStreams = 1000
+	srv.Start()
+	defer srv.Close()
+	rp, err := startRelay(srv)
+	if err != nil {
+		return err
+	}
+	defer rp.cmd.Process.Kill()
+	if *rotRun > 0 {
+		return rotationRun(ctx, rp, *active, *rotRun, *speed)
+	}
+	fmt.Printf("relay child pid %d on %s; model biditest echo; %d active clients x %d frames (640 B, 20 ms apart)\n",
+		rp.cmd.Process.Pid, rp.addr, *active, *frames)
+
+	// Overhead: the same paced round trips, direct and through the relay.
+	direct, err := roundTrips(ctx, *active, func(ctx context.Context) (echoer, error) { return openDirect(ctx, srv) })
+	if err != nil {
+		return fmt.Errorf("direct: %w", err)
+	}
+	before, _ := rp.stats()
+	relayed, err := roundTrips(ctx, *active, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
+	if err != nil {
+		return fmt.Errorf("relayed: %w", err)
+	}
+	after, _ := rp.stats()
+	report("direct session", direct)
+	report("through the relay", relayed)
+	fmt.Printf("relay/direct: p50 %.2fx, p99 %.2fx\n", ratio(relayed, direct, 50), ratio(relayed, direct, 99))
+	sessMin := float64(*active) * float64(*frames) * 0.020 / 60
+	cpu := after.CPU - before.CPU
+	fmt.Printf("relay CPU: %v for %.2f audio session-minutes = %.3f CPU-s per session-minute (relay process, its bidi sessions included)\n",
+		cpu, sessMin, cpu.Seconds()/sessMin)
+
+	// A crowd that never reads.
+	st0, _ := rp.stats()
+	fmt.Printf("relay before the crowd: RSS %.1f MiB, heap %.1f MiB, stacks %.1f MiB, %d goroutines\n",
+		mib(st0.RSS), mib(int64(st0.HeapInuse)), mib(int64(st0.StackIn)), st0.Goroutine)
+	crowd, err := startCrowd(ctx, rp.addr, *idle, *idleSend)
+	if err != nil {
+		return fmt.Errorf("crowd: %w", err)
+	}
+	var st1 stats
+	for range 200 { // until every client's replies overflowed its queue
+		st1, _ = rp.stats()
+		if st1.Active >= *idle && st1.Drops >= int64(*idle) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fmt.Printf("relay with %d clients that never read (%d frames each sent, %d dropped in all): RSS %.1f MiB, heap %.1f MiB, stacks %.1f MiB, %d goroutines; %.1f KiB RSS per client\n",
+		st1.Active, *idleSend, st1.Drops, mib(st1.RSS), mib(int64(st1.HeapInuse)), mib(int64(st1.StackIn)), st1.Goroutine,
+		float64(st1.RSS-st0.RSS)/1024/float64(max(1, st1.Active)))
+	if *heapProf != "" {
+		if resp, err := http.Get("http://" + rp.addr + "/debug/pprof/heap"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			os.WriteFile(*heapProf, b, 0o644)
+		}
+	}
+	loaded, err := roundTrips(ctx, *active, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
+	if err != nil {
+		return fmt.Errorf("loaded: %w", err)
+	}
+	report("through the relay, with the crowd", loaded)
+	fmt.Printf("loaded/unloaded p99: %.2fx\n", ratio(loaded, relayed, 99))
+	st2, _ := rp.stats()
+	fmt.Printf("relay after the loaded run: RSS %.1f MiB, heap %.1f MiB\n", mib(st2.RSS), mib(int64(st2.HeapInuse)))
+	crowd.close()
+
+	if *hostileN > 0 {
+		if err := hostile(ctx, rp, *hostileN, relayed); err != nil {
+			return fmt.Errorf("hostile: %w", err)
+		}
+	}
+
+	// Refused opens.
+	wantCode := map[string]websocket.StatusCode{"424": 1014, "400": 1011, "503": 1013, "429": 1013}
+	for _, code := range []string{"424", "400", "503", "429"} {
+		ep := "refuse-" + code
+		c, _, err := websocket.Dial(ctx, "ws://"+rp.addr+"/ws?ep="+ep, nil)
+		if err != nil {
+			return err
+		}
+		_, _, err = c.Read(ctx)
+		closed := time.Now()
+		var ce websocket.CloseError
+		errors.As(err, &ce)
+		at, _ := m.refusedAt.Load(ep)
+		fmt.Printf("refused open %s: close %d %q %v after the refusal\n", code, ce.Code, ce.Reason, closed.Sub(at.(time.Time)).Round(10*time.Microsecond))
+		c.CloseNow()
+		if ce.Code != wantCode[code] {
+			return fmt.Errorf("refused open %s closed with %d, want %d", code, ce.Code, wantCode[code])
+		}
+	}
+	return nil
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// echoer sends a frame and waits for its echo.
+type echoer interface {
+	roundTrip(ctx context.Context, frame []byte) error
+	close()
+}
+
+type directEcho struct{ s *bidi.Session }
+
+func openDirect(ctx context.Context, srv *biditest.Server) (echoer, error) {
+	s, err := srv.Client().Open(ctx, &bidi.OpenInput{EndpointName: "load", AwaitResponse: true})
+	if err != nil {
+		return nil, err
+	}
+	return directEcho{s}, nil
+}
+
+func (d directEcho) roundTrip(ctx context.Context, f []byte) error {
+	if err := d.s.Send(ctx, bidi.Binary(f)); err != nil {
+		return err
+	}
+	_, err := d.s.Recv(ctx)
+	return err
+}
+
+func (d directEcho) close() { d.s.Close() }
+
+type wsEcho struct{ c *websocket.Conn }
+
+func openRelayed(ctx context.Context, addr, ep string) (echoer, error) {
+	c, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws?ep="+ep, nil)
+	if err != nil {
+		return nil, err
+	}
+	return wsEcho{c}, nil
+}
+
+func (w wsEcho) roundTrip(ctx context.Context, f []byte) error {
+	if err := w.c.Write(ctx, websocket.MessageBinary, f); err != nil {
+		return err
+	}
+	_, _, err := w.c.Read(ctx)
+	return err
+}
+
+func (w wsEcho) close() { w.c.CloseNow() }
+
+// roundTrips runs n clients, each sending a frame every 20 ms and timing
+// its echo, and returns every round trip.
+func roundTrips(ctx context.Context, n int, open func(context.Context) (echoer, error)) ([]time.Duration, error) {
+	var (
+		mu   sync.Mutex
+		all  []time.Duration
+		wg   sync.WaitGroup
+		fail atomic.Value
+	)
+	for range n {
+		wg.Go(func() {
+			e, err := open(ctx)
+			if err != nil {
+				fail.Store(err)
+				return
+			}
+			defer e.close()
+			f := make([]byte, 640)
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			local := make([]time.Duration, 0, *frames)
+			for i := range *frames {
+				<-tick.C
+				binary.LittleEndian.PutUint32(f, uint32(i))
+				t0 := time.Now()
+				if err := e.roundTrip(ctx, f); err != nil {
+					fail.Store(err)
+					return
+				}
+				local = append(local, time.Since(t0))
+			}
+			mu.Lock()
+			all = append(all, local...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if err, _ := fail.Load().(error); err != nil {
+		return nil, err
+	}
+	slices.Sort(all)
+	return all, nil
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	return d[min(len(d)-1, len(d)*p/100)]
+}
+
+func ratio(a, b []time.Duration, p int) float64 {
+	return float64(pct(a, p)) / float64(cmp.Or(pct(b, p), 1))
+}
+
+func report(name string, d []time.Duration) {
+	fmt.Printf("%-36s %6d round trips: p50 %v, p90 %v, p99 %v, max %v\n", name, len(d),
+		pct(d, 50).Round(time.Microsecond), pct(d, 90).Round(time.Microsecond), pct(d, 99).Round(time.Microsecond), pct(d, 100).Round(time.Microsecond))
+}
+
+// crowd is clients that connect, send their frames and never read.
+type crowd struct{ conns []*websocket.Conn }
+
+func startCrowd(ctx context.Context, addr string, n, send int) (*crowd, error) {
+	cr := &crowd{}
+	f := make([]byte, 640)
+	for i := range n {
+		c, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws?ep=load", nil)
+		if err != nil {
+			cr.close()
+			return nil, fmt.Errorf("client %d: %w", i, err)
+		}
+		cr.conns = append(cr.conns, c)
+		for range send {
+			if err := c.Write(ctx, websocket.MessageBinary, f); err != nil {
+				cr.close()
+				return nil, err
+			}
+		}
+	}
+	return cr, nil
+}
+
+func (cr *crowd) close() {
+	for _, c := range cr.conns {
+		c.CloseNow()
+	}
+}
+
+// loadCert reads the model's certificate for the child's client.
+func loadCert(path string) (*tls.Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, errors.New("no certificate in " + path)
+	}
+	return &tls.Config{RootCAs: pool}, nil
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestMain serves as the relay child when the program starts itself
+// (-serve), as it does outside tests.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if *serve {
+		if err := runRelay(); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// A small run of every phase but the slow hostile one: it fails on a
+// refused open with the wrong close code.
+func TestDriveSmall(t *testing.T) {
+	*idle, *active, *frames, *idleSend, *hostileN = 20, 2, 10, 8, 0
+	if err := drive(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Rotating streams behind the relay lose and duplicate no frame.
+func TestRotationRunSmall(t *testing.T) {
+	*active, *rotRun, *speed, *rotAfter, *queue = 2, 4*time.Second, 10, 100*time.Millisecond, 1<<20
+	defer func() { *rotRun, *rotAfter, *queue = 0, 0, 0 }()
+	if err := drive(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	_ "net/http/pprof" // /debug/pprof on the child's own port, for -heapprofile
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/smithy-go/metrics"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/relay"
+)
+
+// runRelay is the child: a relay in front of the model at -model, with
+// the example's policy for live audio (drop the oldest frames), no pings
+// (the crowd never reads, so it would not answer them) and a /stats
+// endpoint.
+func runRelay() error {
+	tlsCfg, err := loadCert(*certFile)
+	if err != nil {
+		return err
+	}
+	client := bidi.NewFromConfig(aws.Config{
+		Region:       biditest.Region,
+		Credentials:  credentials.NewStaticCredentialsProvider(biditest.AccessKeyID, biditest.SecretAccessKey, ""),
+		BaseEndpoint: aws.String(*modelURL),
+	}, func(o *bidi.Options) {
+		o.TLSConfig = tlsCfg
+		o.RetryMaxAttempts = 1
+	})
+	drops := &dropCounter{}
+	var rotations atomic.Int64
+	open := relay.Sessions(client)
+	if *rotAfter > 0 {
+		open = relay.Rotating(client, &bidi.Rotation{
+			After: *rotAfter,
+			// The echo answers at once: a short quiet period ends the old
+			// stream soon, and its successor's replies follow it.
+			FinishQuiet: 200 * time.Millisecond,
+			OnRotate:    func(bidi.RotationEvent) { rotations.Add(1) },
+		})
+	}
+	h, err := relay.New(client, func(r *http.Request) (*bidi.OpenInput, error) {
+		ep := r.URL.Query().Get("ep")
+		if ep == "" {
+			ep = "load"
+		}
+		return &bidi.OpenInput{EndpointName: ep}, nil
+	}, &relay.Options{
+		Open:               open,
+		EndOfInput:         func(m bidi.Message) bool { return m.Type == bidi.DataTypeUTF8 && string(m.Data) == `{"type":"end"}` },
+		Overflow:           relay.OverflowDropOldest,
+		ToModelQueueBytes:  *queue,
+		ToClientQueueBytes: *queue,
+		PingInterval:       -1,
+		MaxClients:         10000,
+		MeterProvider:      drops,
+	})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/ws", h)
+	mux.Handle("/debug/pprof/", http.DefaultServeMux)
+	mux.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		json.NewEncoder(w).Encode(stats{
+			HeapInuse: ms.HeapInuse, StackIn: ms.StackInuse, Sys: ms.Sys,
+			Goroutine: runtime.NumGoroutine(), Active: h.Active(), Drops: drops.n.Load(), Rotations: rotations.Load(),
+		})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("listening %s\n", ln.Addr())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return hs.Serve(ln)
+}
+
+// dropCounter is a MeterProvider that keeps only the relay's drop count,
+// read by /stats.
+type dropCounter struct {
+	metrics.NopMeter
+	n atomic.Int64
+}
+
+func (d *dropCounter) Meter(string, ...metrics.MeterOption) metrics.Meter { return d }
+
+func (d *dropCounter) Int64Counter(name string, _ ...metrics.InstrumentOption) (metrics.Int64Counter, error) {
+	if name == relay.MetricDrops {
+		return counterFunc(func(n int64) { d.n.Add(n) }), nil
+	}
+	return d.NopMeter.Int64Counter(name)
+}
+
+type counterFunc func(int64)
+
+func (f counterFunc) Add(_ context.Context, n int64, _ ...metrics.RecordMetricOption) { f(n) }
