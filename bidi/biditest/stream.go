@@ -83,6 +83,8 @@ type Stream struct {
 
 	recMu    sync.Mutex
 	received []ReceivedPart
+
+	rec *streamRecorder // with Server.Record; set before the handler runs (record.go)
 }
 
 // Context returns the context of the request. It is done when the client
@@ -129,6 +131,7 @@ func (st *Stream) acceptLocked() error {
 	st.s.setDate(h)
 	st.w.WriteHeader(http.StatusOK)
 	st.accepted = true
+	st.recordResponse(http.StatusOK, "", nil)
 	if err := st.rc.Flush(); err != nil {
 		return fmt.Errorf("biditest: flushing response headers: %w", err)
 	}
@@ -175,6 +178,7 @@ func (st *Stream) Fail(status int, errorType string, fields map[string]any) erro
 	h.Set(requestIDHeader, st.RequestID)
 	st.s.setDate(h)
 	st.w.WriteHeader(status)
+	st.recordResponse(status, errorType, body)
 	return st.writeLocked(body)
 }
 
@@ -292,7 +296,11 @@ func (st *Stream) sendLocked(m *eventstream.Message) error {
 		return fmt.Errorf("biditest: encoding message: %w", err)
 	}
 	st.wbuf = b
-	return st.writeLocked(b)
+	if err := st.writeLocked(b); err != nil {
+		return err
+	}
+	st.recordSent(m)
+	return nil
 }
 
 func (st *Stream) writeLocked(b []byte) error {
