@@ -1,0 +1,81 @@
+// Package chromiumtest runs headless Chromium for tests of web pages: it
+// dumps a page's DOM after its scripts ran, and takes screenshots.
+//
+// Tests that need it skip when Chromium is not installed, and fail when
+// BIDI_REQUIRE_TOOLS=1 (CI installs it).
+package chromiumtest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Path returns the path of a Chromium binary, or skips the test (fails
+// it when BIDI_REQUIRE_TOOLS=1).
+func Path(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("BIDI_REQUIRE_TOOLS") == "1" {
+		t.Fatal("chromium not found (BIDI_REQUIRE_TOOLS=1)")
+	}
+	t.Skip("chromium not found: install Debian's chromium to run the browser tests")
+	return ""
+}
+
+// timeout bounds one Chromium run (its start is slow on a loaded
+// machine).
+const timeout = 90 * time.Second
+
+// args are the flags of every run: headless, a profile of the test's own,
+// no sandbox (CI containers run as root), no GPU.
+func args(t testing.TB) []string {
+	return []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--no-first-run", "--user-data-dir=" + t.TempDir()}
+}
+
+// DumpDOM loads url, lets its scripts run for budget of virtual time
+// (timers and fetches complete within it; 0 dumps the DOM once the page
+// has loaded), and returns the DOM as HTML.
+func DumpDOM(t testing.TB, url string, budget time.Duration) string {
+	t.Helper()
+	bin := Path(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	a := args(t)
+	if budget > 0 {
+		a = append(a, "--virtual-time-budget="+strconv.FormatInt(budget.Milliseconds(), 10))
+	}
+	a = append(a, "--dump-dom", url)
+	out, err := exec.CommandContext(ctx, bin, a...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom %s: %v", url, err)
+	}
+	return string(out)
+}
+
+// Screenshot saves a 1400×900 screenshot of url, after budget of virtual
+// time, as name under the test's temp dir, and returns its path.
+func Screenshot(t testing.TB, url, name string, budget time.Duration) string {
+	t.Helper()
+	bin := Path(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), name)
+	a := append(args(t), "--window-size=1400,900", "--virtual-time-budget="+strconv.FormatInt(budget.Milliseconds(), 10), "--screenshot="+path, url)
+	if out, err := exec.CommandContext(ctx, bin, a...).CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot %s: %v\n%s", url, err, out)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	return path
+}
