@@ -66,8 +66,10 @@ const MismatchErrorCode = "ReplayMismatch"
 // (type and bytes; a redacted message's size only; with
 // ReplayOptions.Loose only their number), for the client's end of input
 // it expects the end frame, and it sends each of the model's parts, exceptions and error
-// messages at the recorded time after the client part that preceded it
-// (scaled by ReplayOptions.TimeScale). The stream then ends as recorded:
+// messages at its recorded time: as long after the stream's start as in
+// the recording, and no sooner after the client's preceding event than
+// in the recording (both scaled by ReplayOptions.TimeScale). The response
+// head waits for its recorded time too. The stream then ends as recorded:
 // cleanly, with a reset, or, for a recording the client closed, when the
 // client goes away.
 //
@@ -78,7 +80,8 @@ const MismatchErrorCode = "ReplayMismatch"
 // closed it, or stopped reading until the test ended) is a failure too:
 // [Replayer.Err] reports both, and [NewReplayServer] fails the test with
 // them. A reply written to the connection counts as delivered, even if
-// the client never read it.
+// the client never read it, and so does one whose write failed because
+// the client went away at that moment.
 //
 // A Replayer is safe for concurrent use by any number of streams.
 type Replayer struct {
@@ -199,6 +202,9 @@ func (rp *replay) respond() bool {
 		e := &rp.events[i]
 		if e.Kind != cassette.KindResponse {
 			continue
+		}
+		if !rp.wait(e.T) {
+			return false // the client went away before the answer
 		}
 		if e.Status == http.StatusOK {
 			if e.Variant != "" {
@@ -330,18 +336,9 @@ func (rp *replay) expectEnd(i int) bool {
 
 // reply sends the model's event e at its time.
 func (rp *replay) reply(i int, e *cassette.Event) bool {
-	if rp.r.opts.TimeScale > 0 {
-		at := rp.anchor.Add(time.Duration(float64(e.T-rp.recAnchor) * rp.r.opts.TimeScale))
-		if d := time.Until(at); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-rp.st.Context().Done():
-				t.Stop()
-				rp.undelivered(i, "the client went away before this reply")
-				return false
-			}
-		}
+	if !rp.wait(e.T) {
+		rp.undelivered(i, "the client went away before this reply")
+		return false
 	}
 	var err error
 	switch e.Kind {
@@ -353,10 +350,40 @@ func (rp *replay) reply(i int, e *cassette.Event) bool {
 		err = rp.st.SendError(e.Code, e.Message)
 	}
 	if err != nil {
-		rp.undelivered(i, fmt.Sprintf("sending failed (%v)", err))
+		// The client may have read this reply before it went away (a
+		// write fails when the stream is reset before it is flushed),
+		// so only the later ones count as undelivered.
+		rp.undelivered(i+1, fmt.Sprintf("the client went away after reply %d (%v)", i, err))
 		return false
 	}
 	return true
+}
+
+// wait waits until the time of an event recorded at t: t after the
+// stream's start, and no sooner after the client's last event than in
+// the recording (scaled by TimeScale). It returns false if the client
+// went away meanwhile.
+func (rp *replay) wait(t time.Duration) bool {
+	scale := rp.r.opts.TimeScale
+	if scale <= 0 {
+		return true
+	}
+	at := rp.start.Add(time.Duration(float64(t) * scale))
+	if after := rp.anchor.Add(time.Duration(float64(t-rp.recAnchor) * scale)); after.After(at) {
+		at = after
+	}
+	d := time.Until(at)
+	if d <= 0 {
+		return true
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-rp.st.Context().Done():
+		return false
+	}
 }
 
 // end ends the stream as the recording did.

@@ -296,11 +296,8 @@ func (st *Stream) sendLocked(m *eventstream.Message) error {
 		return fmt.Errorf("biditest: encoding message: %w", err)
 	}
 	st.wbuf = b
-	if err := st.writeLocked(b); err != nil {
-		return err
-	}
-	st.recordSent(m)
-	return nil
+	st.recordSent(m) // before the client can see it and answer
+	return st.writeLocked(b)
 }
 
 func (st *Stream) writeLocked(b []byte) error {

@@ -27,6 +27,7 @@ type config struct {
 	maxStreamAge, shutdownGrace time.Duration
 	maxFrameSize                int
 	quiet                       bool
+	record                      recordFlags // record.go
 }
 
 // newFlagSet defines every flag on a new flag set writing to out.
@@ -56,6 +57,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.closeTimeout, "close-timeout", bridge.DefaultCloseTimeout, "`time` to wait for the container's close frame after the gateway's, e.g. -close-timeout 1s")
 	fs.IntVar(&c.maxFrameSize, "max-frame-size", bridge.DefaultMaxFrameSize, fmt.Sprintf("largest frame accepted from the container, in `bytes` (at most %d), e.g. -max-frame-size 1048576", bridge.MaxFrameSizeLimit))
 	fs.BoolVar(&c.quiet, "q", false, "log only warnings and errors, e.g. -q")
+	c.record.define(fs)
 	fs.Usage = func() { usage(fs) }
 	return fs
 }

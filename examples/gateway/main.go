@@ -129,6 +129,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if c.shutdownGrace < 0 {
 		return usageErr("-shutdown-grace must not be negative")
 	}
+	if err := c.record.check(); err != nil {
+		return usageErr("%v", err)
+	}
 
 	level := slog.LevelInfo
 	if c.quiet {
@@ -145,6 +148,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{pair}}
 	}
+	rec, err := startRecording(&c.record, logger)
+	if err != nil {
+		logger.Error("starting the recorder", "err", err)
+		return exitError
+	}
+	defer rec.Close()
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		logger.Error("listen", "err", err)
@@ -170,6 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		AcceptAnySignature: c.acceptAny,
 		Region:             c.region,
 		MaxStreamAge:       c.maxStreamAge,
+		Record:             rec.hook(),
 	})
 	if err != nil {
 		logger.Error("starting the gateway", "err", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
 // Config configures a [Gateway]: the SageMaker side (listener, TLS,
@@ -61,6 +62,11 @@ type Config struct {
 	// is closed with 1001 "connection cap reached". 0 means
 	// DefaultMaxStreamAge; a negative value means no cap.
 	MaxStreamAge time.Duration
+
+	// Record, if set, records every session: it is called before the
+	// session is served and returns the sink of its cassette events (see
+	// biditest.Server.Record), or nil.
+	Record func(st *biditest.Stream) cassette.Sink
 }
 
 // DefaultMaxStreamAge is the default connection cap of a [Gateway].
@@ -110,6 +116,7 @@ func start(cfg Config) (*Gateway, error) {
 		srv.Credentials = cfg.Credentials
 	}
 	srv.Region = cfg.Region
+	srv.Record = cfg.Record
 	srv.MaxRecorded = -1 // keep no parts: the gateway makes no assertions
 	srv.ProductionVariant = h.opts.Variant
 	switch {
