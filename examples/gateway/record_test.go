@@ -116,9 +116,15 @@ var scenarios = []scenario{
 	},
 }
 
-// play runs s with client, recording the client's view, and returns the
-// messages, the end and the client's cassette.
-func play(t *testing.T, client *bidi.Client, s scenario) ([]bidi.Message, error, *cassette.Cassette) {
+// played is what a client got from a scenario.
+type played struct {
+	msgs   []bidi.Message
+	end    error
+	client *cassette.Cassette // the client's view, recorded
+}
+
+// play runs s with client, recording the client's view.
+func play(t *testing.T, client *bidi.Client, s scenario) played {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -136,7 +142,7 @@ func play(t *testing.T, client *bidi.Client, s scenario) ([]bidi.Message, error,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return msgs, end, c
+	return played{msgs, end, c}
 }
 
 // replyDelays returns, for every part received in c, the time since the
@@ -198,15 +204,9 @@ func TestRecordReplayInspect(t *testing.T) {
 		o.PaddingSource = zeros{}
 	})
 
-	type recorded struct {
-		msgs   []bidi.Message
-		end    error
-		client *cassette.Cassette
-	}
-	var recs []recorded
+	var recs []played
 	for _, s := range scenarios {
-		msgs, end, c := play(t, client, s)
-		recs = append(recs, recorded{msgs, end, c})
+		recs = append(recs, play(t, client, s))
 	}
 	if recs[0].end != io.EOF || len(recs[0].msgs) < 5 {
 		t.Fatalf("chat session: %d messages, end %v", len(recs[0].msgs), recs[0].end)
@@ -278,7 +278,8 @@ func TestRecordReplayInspect(t *testing.T) {
 			var worst time.Duration
 			for attempt := range 3 { // a loaded machine can stall one replay
 				srv, rp := biditest.NewReplayServer(t, c, nil)
-				msgs, end, got := play(t, srv.Client(func(o *bidi.Options) { o.PaddingSource = zeros{} }), s)
+				p := play(t, srv.Client(func(o *bidi.Options) { o.PaddingSource = zeros{} }), s)
+				msgs, end, got := p.msgs, p.end, p.client
 				srv.Close()
 				if err := rp.Err(); err != nil {
 					t.Logf("cassette:\n%s\nreplay end: %v, %d messages", raw, end, len(msgs))
