@@ -92,6 +92,9 @@ func Record(sess *bidi.Session, in *bidi.OpenInput, sink Sink, opts *RecordOptio
 	return r
 }
 
+// Context returns the session's context (see [bidi.Session.Context]).
+func (r *Recording) Context() context.Context { return r.sess.Context() }
+
 // Session returns the recorded session.
 func (r *Recording) Session() *bidi.Session { return r.sess }
 
