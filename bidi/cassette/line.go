@@ -61,43 +61,6 @@ const (
 	stateComplete = "COMPLETE"
 )
 
-// toLine converts e for encoding.
-func toLine(e *Event) eventLine {
-	l := eventLine{
-		T: e.T.Microseconds(), Kind: string(e.Kind),
-		Endpoint: e.Endpoint, TargetVariant: e.TargetVariant, InvocationPath: e.InvocationPath, QueryString: e.QueryString,
-		Status: e.Status, Variant: e.Variant, RequestID: e.RequestID, ErrorType: e.ErrorType,
-		Exception: e.ExceptionType, Body: e.Body,
-		Code: e.Code, Message: e.Message,
-		Reason: e.Reason, CloseCode: e.CloseCode, Err: e.Err,
-	}
-	if e.Kind == KindSend || e.Kind == KindRecv {
-		l.Type = typeBinary
-		if e.Type == bidi.DataTypeUTF8 {
-			l.Type = typeUTF8
-		}
-		l.State = statePartial
-		if e.Complete {
-			l.State = stateComplete
-		}
-		size := e.Size
-		l.Size = &size
-		if e.Padding >= 0 {
-			pad := e.Padding
-			l.Padding = &pad
-		}
-		l.Redacted = e.Redacted
-		if isText(e.Data) {
-			s := string(e.Data)
-			l.Text = &s
-		} else {
-			s := base64.StdEncoding.EncodeToString(e.Data)
-			l.B64 = &s
-		}
-	}
-	return l
-}
-
 // isText reports whether b reads well as a JSON string: valid UTF-8
 // without control characters other than tab, LF and CR (which JSON
 // escapes compactly), so that the line is at most about twice as long as

@@ -223,13 +223,13 @@ func (r *Recording) received(ctx context.Context, p bidi.Part, err error) {
 	if err != nil && (ctx.Err() != nil && errors.Is(err, ctx.Err()) || errors.As(err, new(*bidi.MessageTooLargeError))) {
 		return // not the session's end
 	}
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	resp, _ := r.sess.Response(done) // at once: the head has arrived
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if resp != nil {
-		r.respondedLocked(resp)
+	if !r.responded {
+		// At once: something arrived, so the head has.
+		if resp, _ := r.sess.Response(doneContext); resp != nil {
+			r.respondedLocked(resp)
+		}
 	}
 	if err == nil {
 		r.emitLocked(&Event{Kind: KindRecv, Type: p.Type, Complete: p.Complete, Size: len(p.Data), Padding: -1, Data: p.Data})
@@ -245,6 +245,14 @@ func (r *Recording) received(ctx context.Context, p bidi.Part, err error) {
 		r.emitLocked(&e)
 	}
 }
+
+// doneContext is a context that is already done: Response with it
+// returns the head only if it has arrived.
+var doneContext = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // endEvents returns the events that record a session's terminal error.
 func endEvents(err error) []Event {

@@ -47,7 +47,7 @@ var ErrClosed = errors.New("cassette: writer closed")
 type Writer struct {
 	mu     sync.Mutex // guards everything below
 	bw     *bufio.Writer
-	enc    *json.Encoder
+	line   []byte // the line being encoded
 	redact func(*Event)
 	err    error // sticky write error, or ErrClosed
 }
@@ -66,10 +66,10 @@ func NewWriter(w io.Writer, opts *WriterOptions) (*Writer, error) {
 		o.Recorded = time.Now()
 	}
 	bw := bufio.NewWriterSize(w, o.BufferSize)
+	cw := &Writer{bw: bw, redact: o.Redact}
+	h := headerLine{Cassette: Magic, Version: Version, Recorded: o.Recorded.UTC().Format(time.RFC3339), Recorder: o.Recorder}
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	cw := &Writer{bw: bw, enc: enc, redact: o.Redact}
-	h := headerLine{Cassette: Magic, Version: Version, Recorded: o.Recorded.UTC().Format(time.RFC3339), Recorder: o.Recorder}
 	if err := enc.Encode(&h); err != nil {
 		return nil, fmt.Errorf("cassette: writing header: %w", err)
 	}
@@ -90,9 +90,12 @@ func (w *Writer) Write(e *Event) error {
 		c.Kind, c.T = e.Kind, e.T
 		e = &c
 	}
-	l := toLine(e)
-	if err := w.enc.Encode(&l); err != nil {
+	w.line = append(appendEvent(w.line[:0], e), '\n')
+	if _, err := w.bw.Write(w.line); err != nil {
 		w.err = fmt.Errorf("cassette: writing event: %w", err)
+	}
+	if cap(w.line) > 64<<10 {
+		w.line = nil // do not keep a large event's buffer
 	}
 	return w.err
 }

@@ -1,0 +1,149 @@
+package cassette
+
+import (
+	"encoding/base64"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+)
+
+// appendEvent appends e's line (without the newline) to b: the members
+// of eventLine in its order, empty ones omitted, as encoding/json would
+// write them without HTML escaping, but without reflection or
+// allocation.
+func appendEvent(b []byte, e *Event) []byte {
+	b = append(b, `{"t_us":`...)
+	b = strconv.AppendInt(b, e.T.Microseconds(), 10)
+	b = appendStr(b, "kind", string(e.Kind))
+	b = appendStr(b, "endpoint", e.Endpoint)
+	b = appendStr(b, "target_variant", e.TargetVariant)
+	b = appendStr(b, "path", e.InvocationPath)
+	b = appendStr(b, "query", e.QueryString)
+	b = appendInt(b, "status", e.Status)
+	b = appendStr(b, "variant", e.Variant)
+	b = appendStr(b, "request_id", e.RequestID)
+	b = appendStr(b, "error_type", e.ErrorType)
+	if e.Kind == KindSend || e.Kind == KindRecv {
+		typ, state := typeBinary, statePartial
+		if e.Type == bidi.DataTypeUTF8 {
+			typ = typeUTF8
+		}
+		if e.Complete {
+			state = stateComplete
+		}
+		b = appendStr(b, "type", typ)
+		b = appendStr(b, "state", state)
+		b = append(b, `,"size":`...)
+		b = strconv.AppendInt(b, int64(e.Size), 10)
+		if e.Padding >= 0 {
+			b = append(b, `,"pad":`...)
+			b = strconv.AppendInt(b, int64(e.Padding), 10)
+		}
+		if e.Redacted {
+			b = append(b, `,"redacted":true`...)
+		}
+		if isText(e.Data) {
+			b = append(b, `,"text":`...)
+			b = appendQuoted(b, e.Data)
+		} else {
+			b = append(b, `,"b64":"`...)
+			b = base64.StdEncoding.AppendEncode(b, e.Data)
+			b = append(b, '"')
+		}
+	}
+	b = appendStr(b, "exception", e.ExceptionType)
+	b = appendStr(b, "body", e.Body)
+	b = appendStr(b, "code", e.Code)
+	b = appendStr(b, "message", e.Message)
+	b = appendStr(b, "reason", e.Reason)
+	b = appendInt(b, "close_code", e.CloseCode)
+	b = appendStr(b, "err", e.Err)
+	return append(b, '}')
+}
+
+// appendStr appends ,"name":"value" unless value is empty.
+func appendStr(b []byte, name, value string) []byte {
+	if value == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return appendQuoted(b, value)
+}
+
+// appendInt appends ,"name":value unless value is 0.
+func appendInt(b []byte, name string, value int) []byte {
+	if value == 0 {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return strconv.AppendInt(b, int64(value), 10)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendQuoted appends s as a JSON string, as encoding/json writes it
+// without HTML escaping: invalid UTF-8 becomes U+FFFD, and U+2028 and
+// U+2029 are escaped.
+func appendQuoted[T string | []byte](b []byte, s T) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		var r rune
+		var size int
+		switch v := any(s).(type) {
+		case string:
+			r, size = utf8.DecodeRuneInString(v[i:])
+		case []byte:
+			r, size = utf8.DecodeRune(v[i:])
+		}
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
