@@ -2,9 +2,11 @@ package cassette_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,6 +128,30 @@ func BenchmarkStream(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
+		})
+	}
+}
+
+// BenchmarkWrite is the recorder's own cost per event: a 1 KiB text part
+// and a 4 KiB binary part encoded and buffered (io.Discard behind).
+func BenchmarkWrite(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		e    cassette.Event
+	}{
+		{"text-1KiB", cassette.Event{Kind: cassette.KindSend, Type: bidi.DataTypeUTF8, Complete: true, Size: 1024, Padding: 64, Data: []byte(strings.Repeat("a", 1024))}},
+		{"binary-4KiB", cassette.Event{Kind: cassette.KindRecv, Complete: true, Size: 4096, Padding: -1, Data: make([]byte, 4096)}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			w, _ := cassette.NewWriter(io.Discard, nil)
+			b.SetBytes(int64(tc.e.Size))
+			b.ReportAllocs()
+			for range b.N {
+				tc.e.T++
+				if err := w.Write(&tc.e); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

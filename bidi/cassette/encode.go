@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 
@@ -43,11 +44,11 @@ func appendEvent(b []byte, e *Event) []byte {
 		if e.Redacted {
 			b = append(b, `,"redacted":true`...)
 		}
-		if isText(e.Data) {
-			b = append(b, `,"text":`...)
-			b = appendQuoted(b, e.Data)
-		} else {
-			b = append(b, `,"b64":"`...)
+		n := len(b)
+		b = append(b, `,"text":`...)
+		var ok bool
+		if b, ok = appendText(b, e.Data); !ok {
+			b = append(b[:n], `,"b64":"`...)
 			b = base64.StdEncoding.AppendEncode(b, e.Data)
 			b = append(b, '"')
 		}
@@ -146,4 +147,86 @@ func appendQuoted[T string | []byte](b []byte, s T) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// Byte classes of appendText.
+const (
+	textPlain  = iota // copied as is
+	textEscape        // '"', '\\', tab, LF, CR: escaped
+	textNot           // other control characters: not text
+	textUTF8          // the first byte of a multi-byte sequence
+)
+
+// textClass classifies every byte for appendText.
+var textClass = func() (c [256]uint8) {
+	for i := range c {
+		switch {
+		case i == '"' || i == '\\' || i == '\t' || i == '\n' || i == '\r':
+			c[i] = textEscape
+		case i < 0x20 || i == 0x7f:
+			c[i] = textNot
+		case i >= utf8.RuneSelf:
+			c[i] = textUTF8
+		}
+	}
+	return c
+}()
+
+// appendText appends data as a JSON string, in one pass, if it is text
+// (see isText), and reports whether it was; it writes what appendQuoted
+// writes.
+func appendText(b, data []byte) ([]byte, bool) {
+	b = append(b, '"')
+	start, i := 0, 0
+	for i < len(data) {
+		for i+8 <= len(data) && plain8(binary.LittleEndian.Uint64(data[i:])) {
+			i += 8
+		}
+		for i < len(data) && textClass[data[i]] == textPlain {
+			i++
+		}
+		if i == len(data) {
+			break
+		}
+		switch c := data[i]; textClass[c] {
+		case textEscape:
+			b = append(b, data[start:i]...)
+			switch c {
+			case '\t':
+				c = 't'
+			case '\n':
+				c = 'n'
+			case '\r':
+				c = 'r'
+			}
+			b = append(b, '\\', c)
+			i++
+			start = i
+		case textNot:
+			return b, false
+		default:
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size == 1 {
+				return b, false
+			}
+			if r == '\u2028' || r == '\u2029' {
+				b = append(b, data[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+				start = i + size
+			}
+			i += size
+		}
+	}
+	b = append(b, data[start:]...)
+	return append(b, '"'), true
+}
+
+// plain8 reports whether the 8 bytes of x are all textPlain: no byte
+// below 0x20, at or above 0x80, '"', '\\' or 0x7f (SWAR: a zero byte of
+// v shows as its high bit in haszero).
+func plain8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	haszero := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	below := (x - 0x20*ones) & ^x & highs // a byte < 0x20 (with x's high bits clear)
+	return (x&highs)|below|haszero(x^('"'*ones))|haszero(x^('\\'*ones))|haszero(x^(0x7f*ones)) == 0
 }
