@@ -146,7 +146,9 @@ type Server struct {
 	// directions, exceptions and error messages sent with the Send
 	// methods, the client's end frame and the stream's end, after which
 	// the sink is closed. Bytes written with [Stream.WriteRaw] are not
-	// recorded. See package cassette and [Replay].
+	// recorded. Errors of the sink do not affect the stream: a
+	// cassette.Writer keeps the first and returns it from Close. See
+	// package cassette and [Replay].
 	Record func(st *Stream) cassette.Sink
 
 	// ErrorLog receives net/http's server errors. Nil means standard

@@ -13,7 +13,8 @@ const pageHTML = `<!doctype html>
 body{font:13px system-ui,sans-serif;margin:0;display:flex;height:100vh}
 #left{flex:0 0 55%;overflow:auto;border-right:1px solid #ccc}
 #right{flex:1;overflow:auto;padding:0 8px}
-table{border-collapse:collapse;width:100%;table-layout:fixed}
+table{border-collapse:collapse;width:100%}
+#sessions{table-layout:fixed}
 td{overflow:hidden;text-overflow:ellipsis}
 th,td{padding:2px 6px;border-bottom:1px solid #eee;text-align:left;white-space:nowrap}
 th{position:sticky;top:0;background:#f6f6f6}
@@ -25,7 +26,7 @@ h1{font-size:15px;margin:8px}
 </style></head>
 <body data-sessions="{{.Total}}">
 <div id="left"><h1>Sessions <span id="count">{{.Total}}</span></h1>
-<table id="sessions"><thead><tr><th>#</th><th>started</th><th>endpoint</th><th>state</th><th>status</th><th>variant</th><th>ms</th><th>sent</th><th>recv</th><th>end</th><th>close</th><th>errors</th></tr></thead>
+<table id="sessions"><colgroup><col style="width:3.5em"><col style="width:7.5em"><col style="width:11em"><col style="width:4.5em"><col style="width:3.5em"><col style="width:7em"><col style="width:5em"><col style="width:3.5em"><col style="width:3.5em"><col style="width:6.5em"><col style="width:3.5em"><col></colgroup><thead><tr><th>#</th><th>started</th><th>endpoint</th><th>state</th><th>status</th><th>variant</th><th>ms</th><th>sent</th><th>recv</th><th>end</th><th>close</th><th>errors</th></tr></thead>
 <tbody>{{range .Rows}}<tr class="session" data-id="{{.ID}}"><td>{{.ID}}<td>{{.Started}}<td>{{.Endpoint}}<td class="{{.State}}">{{.State}}<td>{{if .Status}}{{.Status}}{{end}}<td>{{.Variant}}<td>{{printf "%.1f" .DurationMS}}<td>{{.Sent}}<td>{{.Received}}<td>{{.EndReason}}<td>{{if .CloseCode}}{{.CloseCode}}{{end}}<td class="err">{{range .Errors}}{{.}} {{end}}
 {{end}}</tbody></table></div>
 <div id="right"><h1 id="title">Select a session</h1><p><a id="download" hidden>download the cassette</a></p>
