@@ -107,7 +107,8 @@
 // by bidicat -record or by cassette.Record against a real endpoint, into a
 // Handler that answers as the recording did, at the recorded speed or
 // scaled, and fails ([Replayer.Err], [NewReplayServer]) when the client
-// sends something else or leaves recorded replies unread.
+// sends something else or leaves recorded replies unread. An [Inspector]
+// shows a Server's streams live in a browser.
 //
 // # Flow control
 //

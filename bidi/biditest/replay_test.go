@@ -3,8 +3,11 @@ package biditest_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -405,4 +408,39 @@ func TestReplayTiming(t *testing.T) {
 		}
 	}
 	t.Errorf("replies up to %v late, want within 10ms", worst)
+}
+
+// The Inspector lists a Server's streams and their messages.
+func TestInspector(t *testing.T) {
+	in := biditest.NewInspector()
+	srv := biditest.NewUnstartedServer(scriptModel())
+	srv.Record = in.Record
+	srv.Start()
+	defer srv.Close()
+	converse(t, srv.Client(), []bidi.Message{bidi.Text("abcdef"), bidi.Text("fail")})
+	srv.Close()
+	page := httptest.NewServer(in)
+	defer page.Close()
+	resp, err := http.Get(page.URL + "/api/sessions/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Session struct {
+			State     string `json:"state"`
+			CloseCode int    `json:"close_code"`
+			Sent      int    `json:"sent"`
+			Received  int    `json:"received"`
+		} `json:"session"`
+		Messages []struct {
+			Kind string `json:"kind"`
+		} `json:"messages"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Session.State != "ended" || got.Session.CloseCode != 1011 || got.Session.Sent != 2 || got.Session.Received != 3 || len(got.Messages) != 6 {
+		t.Errorf("inspector: %+v", got)
+	}
 }
