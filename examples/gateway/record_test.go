@@ -230,23 +230,24 @@ func TestRecordReplayInspect(t *testing.T) {
 		}
 		secretsIn["inspector /"+path] = b
 	}
-	chromiumtest.Path(t)
-	dom := chromiumtest.DumpDOM(t, inspector+"#session=1", 3*time.Second)
-	if n := strings.Count(dom, `<tr class="session`); n != 2 {
-		t.Errorf("the inspector lists %d sessions, want 2", n)
-	}
-	for _, want := range []string{`class="message send`, `class="message recv`, "PARTIAL", "COMPLETE", "← model", "→ model", `class="ended"`, "completed"} {
-		if !strings.Contains(dom, want) {
-			t.Errorf("the inspector's page lacks %q", want)
+	if chromiumtest.Available(t) {
+		dom := chromiumtest.DumpDOM(t, inspector+"#session=1", 3*time.Second)
+		if n := strings.Count(dom, `<tr class="session`); n != 2 {
+			t.Errorf("the inspector lists %d sessions, want 2", n)
 		}
-	}
-	dom2 := chromiumtest.DumpDOM(t, inspector+"#session=2", 3*time.Second)
-	for _, want := range []string{"ModelStreamError", "1011", `class="message exception`} {
-		if !strings.Contains(dom2, want) {
-			t.Errorf("the inspector's page of the failed session lacks %q", want)
+		for _, want := range []string{`class="message send`, `class="message recv`, "PARTIAL", "COMPLETE", "← model", "→ model", `class="ended"`, "completed"} {
+			if !strings.Contains(dom, want) {
+				t.Errorf("the inspector's page lacks %q", want)
+			}
 		}
+		dom2 := chromiumtest.DumpDOM(t, inspector+"#session=2", 3*time.Second)
+		for _, want := range []string{"ModelStreamError", "1011", `class="message exception`} {
+			if !strings.Contains(dom2, want) {
+				t.Errorf("the inspector's page of the failed session lacks %q", want)
+			}
+		}
+		t.Logf("screenshot: %s", chromiumtest.Screenshot(t, inspector+"#session=1", "inspector.png", 2*time.Second))
 	}
-	t.Logf("screenshot: %s", chromiumtest.Screenshot(t, inspector+"#session=1", "inspector.png", 2*time.Second))
 
 	cancel()
 	select {
@@ -276,7 +277,7 @@ func TestRecordReplayInspect(t *testing.T) {
 		s, want := scenarios[i], recs[i]
 		t.Run(s.name, func(t *testing.T) {
 			var worst time.Duration
-			for attempt := range 3 { // a loaded machine can stall one replay
+			for attempt := range 5 { // a loaded machine can stall one replay
 				srv, rp := biditest.NewReplayServer(t, c, nil)
 				p := play(t, srv.Client(func(o *bidi.Options) { o.PaddingSource = zeros{} }), s)
 				msgs, end, got := p.msgs, p.end, p.client

@@ -15,20 +15,40 @@ import (
 	"time"
 )
 
-// Path returns the path of a Chromium binary, or skips the test (fails
-// it when BIDI_REQUIRE_TOOLS=1).
-func Path(t testing.TB) string {
-	t.Helper()
+// lookup returns the path of a Chromium binary, or "".
+func lookup() string {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
 	}
+	return ""
+}
+
+// Path returns the path of a Chromium binary, or skips the test (fails
+// it when BIDI_REQUIRE_TOOLS=1).
+func Path(t testing.TB) string {
+	t.Helper()
+	if !Available(t) {
+		t.Skip("chromium not found: install Debian's chromium to run the browser tests")
+	}
+	return lookup()
+}
+
+// Available reports whether Chromium is installed, for a test that runs
+// its browser checks only when it is; it fails the test when it is not
+// and BIDI_REQUIRE_TOOLS=1, and logs that the checks are skipped
+// otherwise.
+func Available(t testing.TB) bool {
+	t.Helper()
+	if lookup() != "" {
+		return true
+	}
 	if os.Getenv("BIDI_REQUIRE_TOOLS") == "1" {
 		t.Fatal("chromium not found (BIDI_REQUIRE_TOOLS=1)")
 	}
-	t.Skip("chromium not found: install Debian's chromium to run the browser tests")
-	return ""
+	t.Log("chromium not found: the browser checks are skipped (install Debian's chromium)")
+	return false
 }
 
 // timeout bounds one Chromium run (its start is slow on a loaded
