@@ -34,6 +34,7 @@ h1{font-size:15px;margin:8px}
 <script>
 "use strict";
 let selected = 0;
+const maxRows = 10000; // messages shown per session
 function cell(tr, text, cls) { const td = document.createElement("td"); td.textContent = text; if (cls) td.className = cls; tr.appendChild(td); return td; }
 function renderSessions(list) {
   const body = document.querySelector("#sessions tbody");
@@ -71,11 +72,12 @@ async function loadSession(id) {
       cell(tr, m.redacted ? "(redacted)" : (m.preview || ""), "preview");
       out.push(tr);
     }
-    if (page.messages.length === 0 || page.next >= info.messages) break;
+    if (page.messages.length === 0 || page.next >= info.messages || out.length >= maxRows) break;
     from = page.next;
   }
   document.getElementById("title").textContent = "Session " + id + " · " + info.endpoint + " · " + info.state +
-    (info.end_reason ? " (" + info.end_reason + (info.close_code ? " " + info.close_code : "") + ")" : "");
+    (info.end_reason ? " (" + info.end_reason + (info.close_code ? " " + info.close_code : "") + ")" : "") +
+    (info.messages > out.length ? " · first " + out.length + " of " + info.messages + " messages (download the cassette for all)" : "");
   document.querySelector("#messages tbody").replaceChildren(...out);
   const a = document.getElementById("download");
   a.href = "sessions/" + id + "/cassette"; a.hidden = false;
