@@ -204,7 +204,8 @@ func (rp *replay) respond() bool {
 			continue
 		}
 		if !rp.wait(e.T) {
-			return false // the client went away before the answer
+			rp.undelivered(0, "the client went away before the response")
+			return false
 		}
 		if e.Status == http.StatusOK {
 			if e.Variant != "" {
