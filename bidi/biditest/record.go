@@ -31,11 +31,12 @@ func (st *Stream) startRecording() {
 	if st.s.Record == nil {
 		return
 	}
+	start := time.Now() // before the hook: creating a file takes time
 	sink := st.s.Record(st)
 	if sink == nil {
 		return
 	}
-	st.rec = &streamRecorder{sink: sink, start: time.Now()}
+	st.rec = &streamRecorder{sink: sink, start: start}
 	st.rec.emit(&cassette.Event{Kind: cassette.KindOpen, Endpoint: st.EndpointName, TargetVariant: st.TargetVariant,
 		InvocationPath: st.ModelInvocationPath, QueryString: st.ModelQueryString})
 }

@@ -204,6 +204,19 @@ func TestRecordReplayInspect(t *testing.T) {
 		o.PaddingSource = zeros{}
 	})
 
+	// A first session warms the process up (lazily built tables, the
+	// first connection): its cost is not the model's, and would shift
+	// the recorded times of the next one.
+	warm := play(t, client, scenario{name: "warm-up", query: "mode=echo", run: func(ctx context.Context, rec *cassette.Recording) ([]bidi.Message, error) {
+		rec.Send(ctx, bidi.Text("warm"))
+		m, err := rec.Recv(ctx)
+		rec.CloseSend()
+		rec.Recv(ctx)
+		return []bidi.Message{m}, err
+	}})
+	if warm.end != nil {
+		t.Fatalf("warm-up session: %v", warm.end)
+	}
 	var recs []played
 	for _, s := range scenarios {
 		recs = append(recs, play(t, client, s))
@@ -218,7 +231,7 @@ func TestRecordReplayInspect(t *testing.T) {
 
 	// The inspector, in Chromium, while the gateway runs.
 	secretsIn := map[string][]byte{}
-	for _, path := range []string{"", "api/sessions", "api/sessions/1", "api/sessions/2", "sessions/1/cassette", "sessions/2/cassette"} {
+	for _, path := range []string{"", "api/sessions", "api/sessions/2", "api/sessions/3", "sessions/2/cassette", "sessions/3/cassette"} {
 		resp, err := http.Get(inspector + path)
 		if err != nil {
 			t.Fatal(err)
@@ -231,22 +244,22 @@ func TestRecordReplayInspect(t *testing.T) {
 		secretsIn["inspector /"+path] = b
 	}
 	if chromiumtest.Available(t) {
-		dom := chromiumtest.DumpDOM(t, inspector+"#session=1", 3*time.Second)
-		if n := strings.Count(dom, `<tr class="session`); n != 2 {
-			t.Errorf("the inspector lists %d sessions, want 2", n)
+		dom := chromiumtest.DumpDOM(t, inspector+"#session=2", 3*time.Second)
+		if n := strings.Count(dom, `<tr class="session`); n != 3 {
+			t.Errorf("the inspector lists %d sessions, want 3", n)
 		}
 		for _, want := range []string{`class="message send`, `class="message recv`, "PARTIAL", "COMPLETE", "← model", "→ model", `class="ended"`, "completed"} {
 			if !strings.Contains(dom, want) {
 				t.Errorf("the inspector's page lacks %q", want)
 			}
 		}
-		dom2 := chromiumtest.DumpDOM(t, inspector+"#session=2", 3*time.Second)
+		dom2 := chromiumtest.DumpDOM(t, inspector+"#session=3", 3*time.Second)
 		for _, want := range []string{"ModelStreamError", "1011", `class="message exception`} {
 			if !strings.Contains(dom2, want) {
 				t.Errorf("the inspector's page of the failed session lacks %q", want)
 			}
 		}
-		t.Logf("screenshot: %s", chromiumtest.Screenshot(t, inspector+"#session=1", "inspector.png", 2*time.Second))
+		t.Logf("screenshot: %s", chromiumtest.Screenshot(t, inspector+"#session=2", "inspector.png", 2*time.Second))
 	}
 
 	cancel()
@@ -261,9 +274,10 @@ func TestRecordReplayInspect(t *testing.T) {
 
 	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	sort.Strings(files)
-	if len(files) != len(scenarios) {
-		t.Fatalf("%d cassettes recorded, want %d", len(files), len(scenarios))
+	if len(files) != 1+len(scenarios) {
+		t.Fatalf("%d cassettes recorded, want %d", len(files), 1+len(scenarios))
 	}
+	files = files[1:] // the warm-up's
 	for i, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
