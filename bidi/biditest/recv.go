@@ -249,6 +249,7 @@ func (st *Stream) afterEndFrame() error {
 	)
 	switch {
 	case err == io.EOF:
+		st.recordSendEnd()
 		return io.EOF
 	case err == nil:
 		return st.violate(violation(RuleEndFrame, 0, validationErrorType,
@@ -272,6 +273,7 @@ func (st *Stream) bodyError(err error) error {
 	case st.expired.Load():
 		return fmt.Errorf("biditest: reading request body: %w", ErrMaxStreamAge)
 	case err == io.EOF && st.verifier == nil && !st.sawEnvelope:
+		st.recordSendEnd()
 		return io.EOF // SkipVerify with bare events: no end frame to expect
 	case err == io.EOF:
 		return st.violate(violation(RuleEndFrame, 0, validationErrorType,
@@ -299,6 +301,7 @@ func (st *Stream) violate(v *Violation) *Violation {
 // record keeps a copy of p for Received, within MaxRecorded and the
 // server's MaxRecordedBytes.
 func (st *Stream) record(p ReceivedPart) {
+	st.recordReceived(&p)
 	limit := st.s.MaxRecorded
 	if limit == 0 {
 		limit = DefaultMaxRecorded

@@ -49,6 +49,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	defer st.cancel(ErrStreamDone)
+	st.startRecording()
 	if s.MaxStreamAge > 0 {
 		expired := make(chan struct{})
 		t := time.AfterFunc(s.MaxStreamAge, func() {
@@ -63,6 +64,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer st.release()
 	returned := false
+	defer func() { st.recordEnd(!returned) }()
 	defer func() {
 		if !returned {
 			// The handler panicked, or called Reset: stop the writers and

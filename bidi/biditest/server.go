@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
 // The credentials and Region a [Server] accepts unless configured
@@ -144,6 +145,17 @@ type Server struct {
 	// matching ErrMaxStreamAge. Set a short value (a second, say) to test
 	// that a client rotates its sessions. 0 means no cap.
 	MaxStreamAge time.Duration
+
+	// Record, if set, is called for every stream before its handler runs
+	// and returns the sink its traffic is recorded to (nil records
+	// nothing): the request, the response head, the parts in both
+	// directions, exceptions and error messages sent with the Send
+	// methods, the client's end frame and the stream's end, after which
+	// the sink is closed. Bytes written with [Stream.WriteRaw] are not
+	// recorded. Errors of the sink do not affect the stream: a
+	// cassette.Writer keeps the first and returns it from Close. See
+	// package cassette and [Replay].
+	Record func(st *Stream) cassette.Sink
 
 	// HandshakeTimeout bounds the TLS handshake of a new connection and,
 	// with H2C, the wait for its HTTP/2 preface: a client that stalls

@@ -87,6 +87,8 @@ type Stream struct {
 
 	// Lock order: recMu before Server.mu (record reserves the bytes of a
 	// part from the server's budget while it holds recMu).
+
+	rec *streamRecorder // with Server.Record; set before the handler runs (record.go)
 }
 
 // Context returns the context of the request. It is done when the client
@@ -133,6 +135,7 @@ func (st *Stream) acceptLocked() error {
 	st.s.setDate(h)
 	st.w.WriteHeader(http.StatusOK)
 	st.accepted = true
+	st.recordResponse(http.StatusOK, "", nil)
 	if err := st.rc.Flush(); err != nil {
 		return fmt.Errorf("biditest: flushing response headers: %w", err)
 	}
@@ -179,6 +182,7 @@ func (st *Stream) Fail(status int, errorType string, fields map[string]any) erro
 	h.Set(requestIDHeader, st.RequestID)
 	st.s.setDate(h)
 	st.w.WriteHeader(status)
+	st.recordResponse(status, errorType, body)
 	return st.writeLocked(body)
 }
 
@@ -296,6 +300,7 @@ func (st *Stream) sendLocked(m *eventstream.Message) error {
 		return fmt.Errorf("biditest: encoding message: %w", err)
 	}
 	st.wbuf = b
+	st.recordSent(m) // before the client can see it and answer
 	return st.writeLocked(b)
 }
 

@@ -53,6 +53,7 @@ type options struct {
 	linger  time.Duration
 	timeout time.Duration
 	version bool
+	record  string // -record: the cassette file (record.go)
 
 	// Flags given on the command line, whose defaults depend on the
 	// terminals (see applyDefaults).
@@ -96,6 +97,8 @@ func newFlagSet(o *options, dataType *string, out io.Writer) *flag.FlagSet {
 		"(default 1s when the input is not typed on a terminal, except with -local; 0 ends it at once): SageMaker closes the model's "+
 		"WebSocket when the client's side ends, and a model still answering loses its last output, e.g. -linger 3s")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this `duration` (0: never), e.g. -timeout 30s")
+	fs.StringVar(&o.record, "record", "", "record the session as a cassette (JSON Lines: both directions' parts, timings, the end) in `file`, for replay with biditest; "+
+		"it holds payloads, never credentials or signatures, e.g. -record session.jsonl")
 	fs.BoolVar(&o.version, "version", false, "print the version of bidicat and of the Go toolchain that built it, e.g. -version")
 	fs.Usage = func() { usage(fs, fs.Output()) }
 	return fs

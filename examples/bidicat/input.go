@@ -31,7 +31,7 @@ func local(err error) error {
 // sender sends the input the flags name, part by part, so that the status
 // line can count parts and show upload progress.
 type sender struct {
-	sess *bidi.Session
+	sess session // the session, recorded with -record
 	o    *options
 	st   *status
 

@@ -108,7 +108,7 @@ func (c *cat) interruptedWhile() string {
 	return fmt.Sprintf("while waiting for the model after the input ended (-linger %s)", c.o.linger)
 }
 
-func (c *cat) session(ctx context.Context, stdin io.Reader) error {
+func (c *cat) session(ctx context.Context, stdin io.Reader) (err error) {
 	client, cleanup, err := newClient(ctx, c.o, c.st)
 	if err != nil {
 		return err
@@ -117,19 +117,29 @@ func (c *cat) session(ctx context.Context, stdin io.Reader) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	sess, err := client.Open(ctx, c.o.conn.OpenInput(localEndpoint))
+	in := c.o.conn.OpenInput(localEndpoint)
+	sess, err := client.Open(ctx, in)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
+	rec, stopRecording, err := record(c.o, sess, in)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := stopRecording(); err == nil {
+			err = rerr
+		}
+	}()
 	c.st.start(time.Now())
 	if c.typing {
 		c.prompt()
 	}
 
 	recvDone := make(chan error, 1)
-	go func() { recvDone <- c.receive(ctx, sess) }()
-	snd := &sender{sess: sess, o: c.o, st: c.st}
+	go func() { recvDone <- c.receive(ctx, rec) }()
+	snd := &sender{sess: rec, o: c.o, st: c.st}
 	sendDone := make(chan error, 1)
 	go func() { sendDone <- snd.run(ctx, stdin, &c.inputEnded) }()
 
@@ -185,7 +195,7 @@ func (c *cat) inputCut(err error) error {
 
 // receive prints the response headers, then every part the model sends,
 // until the stream ends.
-func (c *cat) receive(ctx context.Context, sess *bidi.Session) error {
+func (c *cat) receive(ctx context.Context, sess session) error {
 	resp, err := sess.Response(ctx)
 	if err != nil {
 		return err

@@ -32,6 +32,7 @@ type config struct {
 	idleTimeout                 time.Duration
 	maxConnections, maxSessions int
 	maxEventSize                int
+	record                      recordFlags // record.go
 }
 
 // newFlagSet defines every flag on a new flag set writing to out.
@@ -67,6 +68,7 @@ func newFlagSet(c *config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.maxConnections, "max-connections", bridge.DefaultMaxConnections, "client `connections` held at once; more are closed at once (negative: no cap), e.g. -max-connections 4096")
 	fs.IntVar(&c.maxSessions, "max-sessions", bridge.DefaultMaxSessions, "`sessions` running at once; more get 503 ServiceUnavailableError (negative: no cap), e.g. -max-sessions 100")
 	fs.IntVar(&c.maxEventSize, "max-event-size", bridge.DefaultMaxEventSize, "largest client event (a message part on its way to the container, with its headers) a session buffers, in `bytes`; a larger one fails the stream (negative: the format's 24 MiB), e.g. -max-event-size 4194304")
+	c.record.define(fs)
 	fs.Usage = func() { usage(fs) }
 	return fs
 }

@@ -141,6 +141,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if c.shutdownGrace < 0 {
 		return usageErr("-shutdown-grace must not be negative")
 	}
+	if err := c.record.check(); err != nil {
+		return usageErr("%v", err)
+	}
 
 	level := slog.LevelInfo
 	if c.quiet {
@@ -157,6 +160,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{pair}}
 	}
+	rec, err := startRecording(&c.record, logger)
+	if err != nil {
+		logger.Error("starting the recorder", "err", err)
+		return exitError
+	}
+	defer rec.Close()
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		logger.Error("listen", "err", err)
@@ -188,6 +197,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		MaxConnections:     c.maxConnections,
 		MaxSessions:        c.maxSessions,
 		MaxEventSize:       c.maxEventSize,
+		Record:             rec.hook(),
 	})
 	if err != nil {
 		logger.Error("starting the gateway", "err", err)

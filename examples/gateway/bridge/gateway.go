@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
 // Config configures a [Gateway]: the SageMaker side (listener, TLS,
@@ -92,6 +93,11 @@ type Config struct {
 	// held. 0 means DefaultMaxEventSize; a negative value means the
 	// event-stream limit, 24 MiB.
 	MaxEventSize int
+
+	// Record, if set, records every session: it is called before the
+	// session is served and returns the sink of its cassette events (see
+	// biditest.Server.Record), or nil.
+	Record func(st *biditest.Stream) cassette.Sink
 }
 
 // Defaults of the [Config] fields whose zero value means "default". With
@@ -169,6 +175,7 @@ func start(cfg Config) (*Gateway, error) {
 		srv.Credentials = cfg.Credentials
 	}
 	srv.Region = cfg.Region
+	srv.Record = cfg.Record
 	srv.MaxRecorded = -1 // keep no parts: the gateway makes no assertions
 	srv.ProductionVariant = h.opts.Variant
 	switch {

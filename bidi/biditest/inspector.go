@@ -1,0 +1,48 @@
+package biditest
+
+import (
+	"net/http"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/inspect"
+)
+
+// An Inspector is a live web view of a Server's streams, for debugging
+// a test in a browser: the streams as they run (state, timings, response
+// head, end and close code) and each one's messages (direction, type,
+// size, fragment, padding bucket, errors, a payload preview), each
+// downloadable as a cassette. It is the page of the local gateway's
+// -inspect flag.
+//
+// Record it from a Server and serve it, on loopback only (it refuses
+// other clients and Host headers):
+//
+//	in := biditest.NewInspector()
+//	srv := biditest.NewUnstartedServer(h)
+//	srv.Record = in.Record
+//	srv.Start()
+//	page := httptest.NewServer(in) // open page.URL in a browser
+//
+// It keeps at most 1,000 streams and 1,000,000 messages (about 75 MiB),
+// dropping the oldest ended streams first. It is safe for concurrent use.
+type Inspector struct {
+	store *inspect.Store
+	h     http.Handler // the store's
+}
+
+// NewInspector returns an empty Inspector.
+func NewInspector() *Inspector {
+	st := inspect.NewStore(nil)
+	return &Inspector{store: st, h: st.Handler()}
+}
+
+// Record is a [Server.Record] hook: it adds st to the view. To record to
+// a cassette file as well, combine the sinks with cassette.Tee.
+func (in *Inspector) Record(st *Stream) cassette.Sink {
+	return in.store.Sink("")
+}
+
+// ServeHTTP serves the page and its API.
+func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	in.h.ServeHTTP(w, r)
+}

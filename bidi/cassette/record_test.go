@@ -1,0 +1,164 @@
+package cassette_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
+)
+
+// fragmenter answers every message with its bytes in PARTIAL parts (3
+// bytes of text, 16 KiB of binary) and a COMPLETE part, and fails the
+// stream with ModelStreamError 1011 on the text "fail".
+func fragmenter() biditest.Handler {
+	return biditest.HandlerFunc(func(st *biditest.Stream) {
+		for {
+			m, err := st.Recv()
+			if err != nil {
+				return
+			}
+			if string(m.Data) == "fail" {
+				st.SendModelStreamError("1011", "boom")
+				return
+			}
+			d, n := m.Data, 3
+			if m.Type == bidi.DataTypeBinary {
+				n = 16 << 10
+			}
+			for len(d) > n {
+				if st.SendPart(bidi.Part{Data: d[:n], Type: m.Type}) != nil {
+					return
+				}
+				d = d[n:]
+			}
+			if st.SendPart(bidi.Part{Data: d, Type: m.Type, Complete: true}) != nil {
+				return
+			}
+		}
+	})
+}
+
+// run sends msgs with send, then reads until the end with recv.
+func run(t *testing.T, send func(bidi.Message) error, recv func() (bidi.Message, error), msgs []bidi.Message) ([]bidi.Message, error) {
+	t.Helper()
+	for _, m := range msgs {
+		if err := send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []bidi.Message
+	for {
+		m, err := recv()
+		if err != nil {
+			return got, err
+		}
+		got = append(got, m)
+	}
+}
+
+// A session recorded with Record replays through biditest with the same
+// messages and the same end, fragments and error included.
+func TestRecordReplaysTheSession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	model := biditest.NewServer(fragmenter())
+	defer model.Close()
+	msgs := []bidi.Message{bidi.Text("hello, world"), bidi.Binary(bytes.Repeat([]byte{7, 0}, 40<<10)), bidi.Text("fail")}
+
+	var file bytes.Buffer
+	w, _ := cassette.NewWriter(&file, nil)
+	in := &bidi.OpenInput{EndpointName: "recorded"}
+	sess, err := model.Client().Open(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := cassette.Record(sess, in, w, nil)
+	want, wantErr := run(t, func(m bidi.Message) error { return rec.Send(ctx, m) }, func() (bidi.Message, error) { return rec.Recv(ctx) }, msgs)
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var mse *bidi.ModelStreamError
+	if len(want) != 2 || !errors.As(wantErr, &mse) {
+		t.Fatalf("recording: %d messages, %v", len(want), wantErr)
+	}
+	c, err := cassette.Load(&file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvs, sends := 0, 0
+	for _, e := range c.Events {
+		switch e.Kind {
+		case cassette.KindRecv:
+			recvs++
+		case cassette.KindSend:
+			sends++
+		}
+	}
+	// 12 bytes in 4 parts, 80 KiB in 5; 1 + 2 (64 KiB parts) + 1 sent.
+	if recvs != 4+5 || sends != 4 {
+		t.Errorf("%d parts received, %d sent recorded", recvs, sends)
+	}
+	if last := c.Events[len(c.Events)-1]; last.Kind != cassette.KindEnd || last.Reason != cassette.EndException || last.CloseCode != 1011 {
+		t.Errorf("last event %+v", last)
+	}
+
+	replay, r := biditest.NewReplayServer(t, c, &biditest.ReplayOptions{TimeScale: -1})
+	sess, err = replay.Client().Open(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	got, gotErr := run(t, func(m bidi.Message) error { return sess.Send(ctx, m) }, func() (bidi.Message, error) { return sess.Recv(ctx) }, msgs)
+	if len(got) != len(want) {
+		t.Fatalf("replay: %d messages, recording %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Type != want[i].Type || !bytes.Equal(got[i].Data, want[i].Data) {
+			t.Errorf("message %d differs", i)
+		}
+	}
+	if gotErr.Error() != wantErr.Error() {
+		t.Errorf("replay ended with %v, recording with %v", gotErr, wantErr)
+	}
+	replay.Close()
+	if err := r.Err(); err != nil {
+		t.Error(err)
+	}
+}
+
+// Closing a recording records the end as "closed" once, and a receive
+// cut by the caller's context records nothing.
+func TestRecordClose(t *testing.T) {
+	model := biditest.NewServer(biditest.Echo())
+	defer model.Close()
+	var file bytes.Buffer
+	w, _ := cassette.NewWriter(&file, nil)
+	sess, err := model.Client().Open(context.Background(), &bidi.OpenInput{EndpointName: "recorded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := cassette.Record(sess, nil, w, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := rec.Recv(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Recv = %v", err)
+	}
+	rec.Close()
+	rec.Close()
+	c, err := cassette.Load(&file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Events) != 2 || c.Events[1].Kind != cassette.KindEnd || c.Events[1].Reason != cassette.EndClosed {
+		t.Errorf("events %+v", c.Events)
+	}
+	if _, err := rec.Recv(context.Background()); err == nil || err == io.EOF {
+		t.Errorf("Recv after Close = %v", err)
+	}
+}
