@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -290,7 +291,7 @@ func TestRecordReplayInspect(t *testing.T) {
 		}
 		s, want := scenarios[i], recs[i]
 		t.Run(s.name, func(t *testing.T) {
-			var worst time.Duration
+			var worst, median time.Duration
 			for attempt := range 5 { // a loaded machine can stall one replay
 				srv, rp := biditest.NewReplayServer(t, c, nil)
 				p := play(t, srv.Client(func(o *bidi.Options) { o.PaddingSource = zeros{} }), s)
@@ -317,17 +318,28 @@ func TestRecordReplayInspect(t *testing.T) {
 				}
 				worst = 0
 				var offs []string
+				abs := make([]time.Duration, len(a))
 				for j := range a {
-					worst = max(worst, (b[j] - a[j]).Abs())
+					abs[j] = (b[j] - a[j]).Abs()
+					worst = max(worst, abs[j])
 					offs = append(offs, (b[j] - a[j]).Round(100*time.Microsecond).String())
 				}
+				slices.Sort(abs)
+				median = abs[len(abs)/2]
 				t.Logf("offsets: %s", strings.Join(offs, " "))
-				t.Logf("attempt %d: %d replies, worst offset from the recording %v", attempt+1, len(a), worst)
-				if worst <= 10*time.Millisecond {
+				t.Logf("attempt %d: %d replies, median offset %v, worst %v from the recording", attempt+1, len(a), median, worst)
+				// The replay keeps the recorded times to 10 ms on a quiet
+				// loopback (BENCHMARKS.md); on a machine whose cores are
+				// all busy a reply can be scheduled late by tens of
+				// milliseconds, so only the median is held to 10 ms and
+				// each reply to a bound that a replay ignoring the
+				// recorded times (replies at once or all at the end)
+				// would break.
+				if median <= 10*time.Millisecond && worst <= 100*time.Millisecond {
 					return
 				}
 			}
-			t.Errorf("replies up to %v off their recorded times, want within 10ms", worst)
+			t.Errorf("replies %v off their recorded times in the median, up to %v; want within 10ms and 100ms", median, worst)
 		})
 	}
 
