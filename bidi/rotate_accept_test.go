@@ -763,9 +763,13 @@ func TestRotationOverlapFault(t *testing.T) {
 	if err := <-finished; err != nil || log.final != io.EOF {
 		t.Fatalf("Finish: %v, Recv ended with %v", err, log.final)
 	}
+	// The reset may overtake the sending of frames 10-19: the replay
+	// then covers what stream 2 had been sent when it was replaced
+	// (frames 0 to 9 and some of 10-19), and the rest goes to stream 3
+	// as new input. checkAnswers shows that every frame is answered.
 	fault := log.events[len(log.events)-1]
-	if len(log.events) != 2 || fault.From != 2 || fault.Err == nil || fault.ReplayFrom != 0 || fault.Replayed != 20 || fault.Start.Messages != 0 {
-		t.Fatalf("events %+v, want a requested rotation, then an overlap fault replacing stream 2 that replays frames 0-19", log.events)
+	if len(log.events) != 2 || fault.From != 2 || fault.Err == nil || fault.ReplayFrom != 0 || fault.Replayed < 10 || fault.Replayed > 20 || fault.Start.Messages != 0 {
+		t.Fatalf("events %+v, want a requested rotation, then an overlap fault replacing stream 2 that replays frames 0 to 9 or more, up to 19", log.events)
 	}
 	if log.ends[1] == nil {
 		t.Errorf("stream 1 ended cleanly, want its reset")
