@@ -9,8 +9,10 @@ import (
 // row, then the module's full-jitter backoff: within [0, bound], the
 // bound doubling from 100 ms to 5 s, and draws below half the bound (the
 // jitter is full, as in the engine's pool and the open's retries).
+//
+// Not parallel: a paused test of package bidi would count as a goroutine
+// of the package in the leak tests' stack scans.
 func TestDefaultReconnectBackoff(t *testing.T) {
-	t.Parallel()
 	if d := defaultReconnectBackoff(1); d != 0 {
 		t.Fatalf("reconnect 1: %v, want 0", d)
 	}
