@@ -135,7 +135,8 @@ type Rotation struct {
 
 	// Backoff returns how long to wait before reconnect n (1 for the
 	// first in a row). Nil means the default: no wait for the first, then
-	// a jittered wait growing from 100 ms up to 5 s.
+	// a full-jitter wait, uniform between 0 and a bound that doubles from
+	// 100 ms up to 5 s.
 	Backoff func(n int) time.Duration
 }
 

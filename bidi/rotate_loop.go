@@ -3,8 +3,9 @@ package bidi
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/backoff"
 )
 
 // rotate is the session's goroutine: it waits for the current stream to
@@ -251,27 +252,11 @@ func (rs *RotatingSession) successor(g *generation, planned bool, failures *int)
 // sleep waits d; it reports false if the session closed, its input ended
 // or (for a non-nil g) g ended first.
 func (rs *RotatingSession) sleep(d time.Duration, g *generation) bool {
-	var ctxDone, kicked <-chan struct{}
-	if g != nil {
-		ctxDone, kicked = g.sess.Context().Done(), g.kicked
+	if g == nil {
+		return backoff.Sleep(rs.ctx, d, rs.inputDone)
 	}
-	if d <= 0 {
-		return rs.ctx.Err() == nil && !rs.inputEnded() && (g == nil || !g.over())
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-rs.ctx.Done():
-		return false
-	case <-rs.inputDone:
-		return false
-	case <-ctxDone:
-		return false
-	case <-kicked:
-		return false
-	case <-t.C:
-		return true
-	}
+	// g's context is a child of rs.ctx.
+	return backoff.Sleep(g.sess.Context(), d, rs.inputDone, g.kicked) && rs.ctx.Err() == nil
 }
 
 // install makes next the stream Send sends to, at a message boundary
@@ -402,15 +387,17 @@ func isClosed(c <-chan struct{}) bool {
 }
 
 // defaultReconnectBackoff waits nothing before the first reconnect in a
-// row, then a random time in [d/2, d], d doubling from 100 ms to 5 s.
+// row, then the module's full-jitter backoff (backoff.Delay): a random
+// time in [0, d], d doubling from 100 ms to 5 s.
 func defaultReconnectBackoff(n int) time.Duration {
 	if n <= 1 {
 		return 0
 	}
-	d := 100 * time.Millisecond
-	for i := 2; i < n && d < 5*time.Second; i++ {
-		d *= 2
-	}
-	d = min(d, 5*time.Second)
-	return d/2 + rand.N(d/2+1)
+	return backoff.Delay(n-1, reconnectBackoffBase, reconnectBackoffMax)
 }
+
+// The bounds of defaultReconnectBackoff.
+const (
+	reconnectBackoffBase = 100 * time.Millisecond
+	reconnectBackoffMax  = 5 * time.Second
+)

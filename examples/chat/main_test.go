@@ -79,8 +79,10 @@ func TestManyPrompts(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel() // each seed has its own server and client
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
+			// Bounded by progress (a turn's answer is written as it
+			// arrives), not by a deadline for all 21 sessions: under -race
+			// on a loaded machine they take minutes.
+			ctx, watch := clitest.Progress(t, time.Minute)
 			srv := biditest.NewServer(biditest.DemoModel(&biditest.DemoOptions{Seed: seed, MaxCut: int(4 + 20*(seed-1))}))
 			defer srv.Close()
 			client := srv.Client()
@@ -91,9 +93,9 @@ func TestManyPrompts(t *testing.T) {
 			}
 			for _, run := range runs {
 				var out bytes.Buffer
-				c := &conversation{out: &out, maxTokens: 64}
+				c := &conversation{out: watch.Writer(&out), maxTokens: 64}
 				if err := c.run(ctx, client, (&cli.Flags{}).OpenInput("e"), run); err != nil {
-					t.Fatalf("%v\nprompts %q\n%s", err, run, out.String())
+					t.Fatalf("%v (%v)\nprompts %q\n%s", err, context.Cause(ctx), run, out.String())
 				}
 				got := out.String()
 				for _, p := range run {

@@ -80,6 +80,10 @@ func TestFlags(t *testing.T) {
 	}
 }
 
+// stallBound ends a long run that has written nothing for that long: a
+// hang, since every prompt's answer is written as it arrives.
+const stallBound = time.Minute
+
 // TestManyPrompts runs the demo for 20 prompts against demo models that
 // cut their answers differently, each prompt in a session of its own
 // followed by the audio echo and the end of the stream: the end of an
@@ -91,8 +95,9 @@ func TestManyPrompts(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel() // each seed has its own server and client
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
+			// Bounded by progress, not by a deadline for all 21 sessions:
+			// under -race on a loaded machine they take minutes.
+			ctx, watch := clitest.Progress(t, stallBound)
 			srv := biditest.NewServer(biditest.DemoModel(&biditest.DemoOptions{Seed: seed, MaxCut: int(4 + 20*(seed-1))}))
 			defer srv.Close()
 			client := srv.Client(func(o *bidi.Options) { o.MaxPartSize = 4096 })
@@ -103,9 +108,9 @@ func TestManyPrompts(t *testing.T) {
 					o.prompts = prompts
 				}
 				var out bytes.Buffer
-				d := &demo{out: &out, client: client}
+				d := &demo{out: watch.Writer(&out), client: client}
 				if err := d.run(ctx, o, strings.NewReader("")); err != nil {
-					t.Fatalf("session %d: %v\nprompts %q\n%s", i+1, err, o.prompts, out.String())
+					t.Fatalf("session %d: %v (%v)\nprompts %q\n%s", i+1, err, context.Cause(ctx), o.prompts, out.String())
 				}
 				got := out.String()
 				for _, p := range o.prompts {
@@ -150,13 +155,12 @@ func onTerminal(t *testing.T) {
 // session, which then ends cleanly.
 func TestInteractive(t *testing.T) {
 	onTerminal(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx, watch := clitest.Progress(t, stallBound)
 	prompts := clitest.RandomPrompts(42, 20)
 	in := strings.Join(prompts, "\n\n") + "\n"
 	var out, errOut bytes.Buffer
-	if code := run(ctx, []string{"-prompt", "x"}, strings.NewReader(in), &out, &errOut); code != 0 {
-		t.Fatalf("exit code %d, stderr: %s\nstdout:\n%s", code, errOut.String(), out.String())
+	if code := run(ctx, []string{"-prompt", "x"}, strings.NewReader(in), watch.Writer(&out), &errOut); code != 0 {
+		t.Fatalf("exit code %d (%v), stderr: %s\nstdout:\n%s", code, context.Cause(ctx), errOut.String(), out.String())
 	}
 	got := out.String()
 	if !strings.Contains(got, "type a prompt and press Enter") {

@@ -1,7 +1,7 @@
 // Package backoff holds the module's one backoff formula and its one
 // context-aware sleep: the engine's pool waits with them after failed
-// dials and refusals, and package bidi between the attempts of an open.
-// (Rotation's reconnects are meant to use them too.)
+// dials and refusals, package bidi between the attempts of an open, and
+// a RotatingSession between its reconnects.
 package backoff
 
 import (
@@ -25,12 +25,33 @@ func Delay(n int, base, max time.Duration) time.Duration {
 	return rand.N(ceil + 1)
 }
 
-// Sleep waits for d, or until ctx is done, and reports whether all of d
-// elapsed with ctx still live. With d ≤ 0 it only reports whether ctx is
-// live.
-func Sleep(ctx context.Context, d time.Duration) bool {
+// MaxStops is how many stop channels Sleep accepts.
+const MaxStops = 3
+
+// Sleep waits for d, or until ctx is done or one of stop is closed, and
+// reports whether all of d elapsed with ctx still live and no stop
+// closed. With d ≤ 0 it only reports whether ctx is live and no stop is
+// closed. A nil stop channel never stops the wait. Sleep panics if given
+// more than MaxStops stop channels (a programming error).
+func Sleep(ctx context.Context, d time.Duration, stop ...<-chan struct{}) bool {
+	if len(stop) > MaxStops {
+		panic("backoff: Sleep given more than MaxStops stop channels")
+	}
+	var s [MaxStops]<-chan struct{}
+	copy(s[:], stop)
 	if d <= 0 {
-		return ctx.Err() == nil
+		select {
+		case <-ctx.Done():
+			return false
+		case <-s[0]:
+			return false
+		case <-s[1]:
+			return false
+		case <-s[2]:
+			return false
+		default:
+			return true
+		}
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -38,6 +59,9 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return ctx.Err() == nil
 	case <-ctx.Done():
-		return false
+	case <-s[0]:
+	case <-s[1]:
+	case <-s[2]:
 	}
+	return false
 }

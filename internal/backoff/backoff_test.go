@@ -61,3 +61,56 @@ func TestSleep(t *testing.T) {
 		}
 	})
 }
+
+// TestSleepStops: a closed stop channel ends the wait at once and Sleep
+// reports false; nil stop channels never end it; with d ≤ 0 Sleep only
+// looks at them.
+func TestSleepStops(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		closed := make(chan struct{})
+		close(closed)
+		open := make(chan struct{})
+		for i := range MaxStops {
+			stops := []<-chan struct{}{nil, open, nil}
+			stops[i] = closed
+			start := time.Now()
+			if Sleep(t.Context(), time.Hour, stops...) || time.Since(start) != 0 {
+				t.Fatalf("stop %d closed: Sleep = true or returned after %v", i, time.Since(start))
+			}
+			if Sleep(t.Context(), 0, stops...) {
+				t.Fatalf("stop %d closed: Sleep(0) = true", i)
+			}
+		}
+		start := time.Now()
+		if !Sleep(t.Context(), time.Second, nil, open) || time.Since(start) != time.Second {
+			t.Fatalf("open stops: Sleep(1s) = false or returned after %v", time.Since(start))
+		}
+		if !Sleep(t.Context(), 0, nil, open) {
+			t.Fatal("open stops: Sleep(0) = false")
+		}
+
+		// A stop closed while Sleep waits ends the wait then.
+		stop := make(chan struct{})
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			close(stop)
+		}()
+		start = time.Now()
+		if Sleep(t.Context(), time.Hour, stop) || time.Since(start) != 200*time.Millisecond {
+			t.Fatalf("stop closed after 200ms: Sleep = true or returned after %v", time.Since(start))
+		}
+	})
+}
+
+// TestSleepTooManyStops: more than MaxStops stop channels is a
+// programming error that panics rather than ignoring one.
+func TestSleepTooManyStops(t *testing.T) {
+	t.Parallel()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Sleep with MaxStops+1 stop channels did not panic")
+		}
+	}()
+	Sleep(t.Context(), 0, make([]<-chan struct{}, MaxStops+1)...)
+}
