@@ -68,9 +68,11 @@ type call struct {
 }
 
 func newCall(h *Handler, r *http.Request, model Model, ctx context.Context, cancel context.CancelFunc, obs *callObs) *call {
+	toModel := newQueue(h.opts.ToModelQueueBytes)
+	toModel.release = putBuf // its messages' buffers come from read
 	return &call{
 		h: h, r: r, model: model, obs: obs, ctx: ctx, cancel: cancel,
-		toModel:    newQueue(h.opts.ToModelQueueBytes),
+		toModel:    toModel,
 		toClient:   newQueue(h.opts.ToClientQueueBytes),
 		aborted:    make(chan struct{}),
 		clientDone: make(chan struct{}),
@@ -315,7 +317,7 @@ func (c *call) readClient() {
 	o := &c.h.opts
 	inputOver := false
 	for {
-		typ, data, err := c.ws.Read(c.ctx)
+		typ, data, err := c.read()
 		if err != nil {
 			switch code := websocket.CloseStatus(err); {
 			case code != -1:
@@ -330,17 +332,20 @@ func (c *call) readClient() {
 		m := bidi.Message{Data: data, Type: bidi.DataTypeBinary}
 		if typ == websocket.MessageText {
 			if !utf8.Valid(data) {
+				putBuf(data)
 				c.abort(websocket.StatusInvalidFramePayloadData, "text message is not valid UTF-8", KindInvalidUTF8)
 				return
 			}
 			m.Type = bidi.DataTypeUTF8
 		}
 		if inputOver {
+			putBuf(data)
 			c.abort(websocket.StatusPolicyViolation, "message after end of input", KindProtocol)
 			return
 		}
 		if o.EndOfInput != nil && o.EndOfInput(m) {
 			inputOver = true
+			putBuf(data)
 			c.endInput(websocket.StatusNormalClosure, "", KindEndOfInput)
 			// The status decided here is a placeholder: the model's
 			// end gives the close code (see recvModel).
@@ -348,6 +353,7 @@ func (c *call) readClient() {
 		}
 		m, ok := c.hook(o.ToModel, m)
 		if !ok {
+			putBuf(data)
 			if c.ctx.Err() != nil || isClosed(c.aborted) {
 				return
 			}
@@ -359,11 +365,25 @@ func (c *call) readClient() {
 			testHookPush(true, dropped, ok)
 		}
 		if !ok {
+			putBuf(m.Data)
 			code, reason := c.overflowStatus(true)
 			c.abort(code, reason, KindOverflow)
 			return
 		}
 	}
+}
+
+// read reads the client's next message into a pooled buffer (see
+// getBuf), whose owner the caller becomes. It passes no context: run's
+// CloseNow unblocks it when the call ends (a cancellable context costs
+// coder/websocket an AfterFunc per message).
+func (c *call) read() (websocket.MessageType, []byte, error) {
+	typ, r, err := c.ws.Reader(context.Background())
+	if err != nil {
+		return 0, nil, err
+	}
+	data, err := readAll(r)
+	return typ, data, err
 }
 
 // sendModel sends toModel's messages to the model, then ends its input.
@@ -373,10 +393,13 @@ func (c *call) sendModel() {
 		if !ok {
 			break
 		}
-		if err := c.model.Send(c.ctx, m); err != nil {
+		err := c.model.Send(c.ctx, m)
+		n := len(m.Data)
+		putBuf(m.Data) // Send copied it
+		if err != nil {
 			return // the model's side is over; recvModel reports why
 		}
-		c.obs.message(true, len(m.Data))
+		c.obs.message(true, n)
 	}
 	if c.ctx.Err() != nil {
 		return
@@ -479,7 +502,10 @@ func (c *call) writeClient() {
 		if m.Type == bidi.DataTypeUTF8 {
 			typ = websocket.MessageText
 		}
-		if err := c.ws.Write(c.ctx, typ, m.Data); err != nil {
+		// No context: run's CloseNow unblocks a Write when the call
+		// ends (a cancellable one costs coder/websocket an AfterFunc per
+		// call).
+		if err := c.ws.Write(context.Background(), typ, m.Data); err != nil {
 			return
 		}
 		c.touch()

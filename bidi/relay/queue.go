@@ -12,15 +12,16 @@ import (
 const messageOverhead = 64
 
 // queue is one direction of a call: a FIFO of messages bounded in bytes,
-// with one producer and one consumer. Each message is charged
-// len+messageOverhead; the queue takes a message while it holds less than
+// with one producer and one consumer. Each message is charged its
+// buffer's capacity plus messageOverhead; the queue takes a message while it holds less than
 // limit, so it never holds more than limit plus one message.
 //
 // Fields are guarded by mu; ready is signalled (without blocking) after
 // every push and at close.
 type queue struct {
-	limit int
-	ready chan struct{}
+	limit   int
+	ready   chan struct{}
+	release func([]byte) // if set, gets the buffer of each dropped message
 
 	mu     sync.Mutex
 	items  []bidi.Message // guarded by mu; items[head:] are queued
@@ -33,7 +34,9 @@ func newQueue(limit int) *queue {
 	return &queue{limit: limit, ready: make(chan struct{}, 1)}
 }
 
-func cost(m bidi.Message) int { return len(m.Data) + messageOverhead }
+// cost is what m is charged: the memory it holds (its buffer may be a
+// pooled one larger than the message) and the overhead.
+func cost(m bidi.Message) int { return cap(m.Data) + messageOverhead }
 
 // push appends m. When the queue is full (it holds limit bytes or more),
 // dropOldest removes queued messages (oldest binary first) until it is
@@ -79,6 +82,9 @@ func (q *queue) dropOneLocked() {
 		}
 	}
 	q.bytes -= cost(q.items[i])
+	if q.release != nil {
+		q.release(q.items[i].Data)
+	}
 	copy(q.items[i:], q.items[i+1:])
 	q.items[len(q.items)-1] = bidi.Message{}
 	q.items = q.items[:len(q.items)-1]
