@@ -15,12 +15,17 @@ import (
 )
 
 // A call is one relayed client: a WebSocket connection and its model
-// session, pumped by four goroutines of its own besides the handler's:
+// session, pumped by goroutines of its own besides the handler's:
 //
-//	readClient  ws.Read   -> toModel   (owns the client's read side)
-//	sendModel   toModel   -> model.Send, then Finish/CloseSend
+//	readClient  ws.Reader  -> toModel  (owns the client's read side)
+//	sendModel   toModel    -> model.Send, then Finish/CloseSend
 //	recvModel   model.Recv -> toClient (owns the model's read side)
-//	writeClient toClient  -> ws.Write, then ws.Close with the status
+//	writeClient toClient   -> ws.Write, then ws.Close with the status
+//
+// readClient and recvModel run for the whole call; sendModel and
+// writeClient run only while their queue has work (see queue), so an
+// idle call holds two goroutines besides the handler's and its
+// session's.
 //
 // and supervised by run, on the handler's goroutine, which owns the
 // timers (pings, idle, lifetime, the graceful deadline) and ends the call.
@@ -47,6 +52,12 @@ type call struct {
 
 	toModel, toClient *queue
 
+	// wg counts the call's goroutines. readClient and recvModel run for
+	// the whole call; sendModel and writeClient are the queues'
+	// consumers, started by a push when there is work and gone when it
+	// is done (see queue), so an idle call holds neither.
+	wg sync.WaitGroup
+
 	lastData  atomic.Int64 // unix nanoseconds of the last data message either way
 	lastReply atomic.Int64 // unix nanoseconds of the last message from the model
 
@@ -68,17 +79,19 @@ type call struct {
 }
 
 func newCall(h *Handler, r *http.Request, model Model, ctx context.Context, cancel context.CancelFunc, obs *callObs) *call {
-	toModel := newQueue(h.opts.ToModelQueueBytes)
-	toModel.release = putBuf // its messages' buffers come from read
-	return &call{
+	c := &call{
 		h: h, r: r, model: model, obs: obs, ctx: ctx, cancel: cancel,
-		toModel:    toModel,
+		toModel:    newQueue(h.opts.ToModelQueueBytes),
 		toClient:   newQueue(h.opts.ToClientQueueBytes),
 		aborted:    make(chan struct{}),
 		clientDone: make(chan struct{}),
 		modelDone:  make(chan struct{}),
 		writeDone:  make(chan struct{}),
 	}
+	c.toModel.release = putBuf // its messages' buffers come from read
+	c.toModel.spawn = func() { c.wg.Go(c.sendModel) }
+	c.toClient.spawn = func() { c.wg.Go(c.writeClient) }
+	return c
 }
 
 // decide records the call's end status unless one was decided; it
@@ -190,11 +203,8 @@ func (c *call) run(ws *websocket.Conn) {
 	c.ws = ws
 	ws.SetReadLimit(c.h.opts.MaxMessageSize)
 	c.touch()
-	var wg sync.WaitGroup
-	wg.Go(c.readClient)
-	wg.Go(c.sendModel)
-	wg.Go(c.recvModel)
-	wg.Go(c.writeClient)
+	c.wg.Go(c.readClient)
+	c.wg.Go(c.recvModel)
 
 	c.supervise()
 
@@ -203,7 +213,7 @@ func (c *call) run(ws *websocket.Conn) {
 	ws.CloseNow()
 	c.toModel.close()
 	c.toClient.close()
-	wg.Wait()
+	c.wg.Wait()
 	code, _, kind := c.status()
 	c.h.logEnd(c.r, code, kind)
 	c.obs.end(code, kind)
@@ -386,11 +396,15 @@ func (c *call) read() (websocket.MessageType, []byte, error) {
 	return typ, data, err
 }
 
-// sendModel sends toModel's messages to the model, then ends its input.
+// sendModel, toModel's consumer, sends its messages to the model until it
+// is empty; once it is closed and drained, it ends the model's input.
 func (c *call) sendModel() {
 	for {
-		m, ok := c.toModel.pop(c.ctx)
-		if !ok {
+		m, res := c.toModel.take()
+		if res == idle {
+			return
+		}
+		if res == drained {
 			break
 		}
 		err := c.model.Send(c.ctx, m)
@@ -489,14 +503,23 @@ func (c *call) recvModel() {
 	}
 }
 
-// writeClient writes toClient's messages to the client, then closes the
-// WebSocket with the call's status.
+// writeClient, toClient's consumer, writes its messages to the client
+// until it is empty; once it is closed and drained, it closes the
+// WebSocket with the call's status. writeDone is closed when a consumer
+// returns for good (drained, or a failed write: the queue then spawns no
+// other).
 func (c *call) writeClient() {
-	defer close(c.writeDone)
 	for {
-		m, ok := c.toClient.pop(c.ctx)
-		if !ok {
+		m, res := c.toClient.take()
+		if res == idle {
+			return
+		}
+		if res == drained {
 			break
+		}
+		if c.ctx.Err() != nil {
+			close(c.writeDone)
+			return
 		}
 		typ := websocket.MessageBinary
 		if m.Type == bidi.DataTypeUTF8 {
@@ -506,11 +529,13 @@ func (c *call) writeClient() {
 		// ends (a cancellable one costs coder/websocket an AfterFunc per
 		// call).
 		if err := c.ws.Write(context.Background(), typ, m.Data); err != nil {
+			close(c.writeDone)
 			return
 		}
 		c.touch()
 		c.obs.message(false, len(m.Data))
 	}
+	defer close(c.writeDone)
 	if c.ctx.Err() != nil {
 		return
 	}
