@@ -27,8 +27,10 @@ import (
 // idle call holds two goroutines besides the handler's and its
 // session's.
 //
-// and supervised by run, on the handler's goroutine, which owns the
-// timers (pings, idle, lifetime, the graceful deadline) and ends the call.
+// and supervised without a goroutine of its own (see supervise.go):
+// timers (pings, idle, lifetime, the graceful deadline) and the pumps'
+// ends are events, and the one that ends the call starts a goroutine
+// that closes and releases everything (cleanup).
 //
 // How a call ends. The first end decided wins (decide): its close code,
 // reason and kind are what the client gets and what is recorded.
@@ -70,27 +72,37 @@ type call struct {
 	reason string               // guarded by endMu
 	kind   string               // guarded by endMu
 
-	aborted    chan struct{} // closed once by abort
-	abortOnce  sync.Once
-	abortNow   atomic.Bool   // abort without a close handshake (the client is unresponsive)
-	clientDone chan struct{} // closed when readClient returns
-	modelDone  chan struct{} // closed when recvModel returns
-	writeDone  chan struct{} // closed when writeClient returns
+	aborted   chan struct{} // closed once by abort
+	abortOnce sync.Once
+	abortNow  atomic.Bool   // abort without a close handshake (the client is unresponsive)
+	modelDone chan struct{} // closed when recvModel returns
+
+	// Supervision (supervise.go). Fields below supMu are guarded by it.
+	release func()        // gives the Handler its slot back; called once by cleanup
+	stops   []func() bool // context.AfterFuncs to stop at the end; set by start
+
+	supMu     sync.Mutex
+	over      bool        // the end is decided: no goroutine is started after it
+	modelOver bool        // recvModel returned
+	writeOver bool        // the last writeClient returned
+	finishT   *time.Timer // the graceful end's deadline, once one started
+	idleT     *time.Timer
+	lifeT     *time.Timer
+	pingT     *time.Timer
+	pinging   bool // a ping is in flight
 }
 
 func newCall(h *Handler, r *http.Request, model Model, ctx context.Context, cancel context.CancelFunc, obs *callObs) *call {
 	c := &call{
 		h: h, r: r, model: model, obs: obs, ctx: ctx, cancel: cancel,
-		toModel:    newQueue(h.opts.ToModelQueueBytes),
-		toClient:   newQueue(h.opts.ToClientQueueBytes),
-		aborted:    make(chan struct{}),
-		clientDone: make(chan struct{}),
-		modelDone:  make(chan struct{}),
-		writeDone:  make(chan struct{}),
+		toModel:   newQueue(h.opts.ToModelQueueBytes),
+		toClient:  newQueue(h.opts.ToClientQueueBytes),
+		aborted:   make(chan struct{}),
+		modelDone: make(chan struct{}),
 	}
 	c.toModel.release = putBuf // its messages' buffers come from read
-	c.toModel.spawn = func() { c.wg.Go(c.sendModel) }
-	c.toClient.spawn = func() { c.wg.Go(c.writeClient) }
+	c.toModel.spawn = func() { c.spawn(c.sendModel) }
+	c.toClient.spawn = func() { c.spawn(c.writeClient) }
 	return c
 }
 
@@ -129,6 +141,7 @@ func (c *call) abort(code websocket.StatusCode, reason, kind string) {
 			testHookAbort(kind)
 		}
 		close(c.aborted)
+		c.end(true)
 	})
 }
 
@@ -198,132 +211,9 @@ func (c *call) hook(h Hook, m bidi.Message) (bidi.Message, bool) {
 	return bidi.Message{}, false
 }
 
-// run relays the call over ws until it ends, then releases everything.
-func (c *call) run(ws *websocket.Conn) {
-	c.ws = ws
-	ws.SetReadLimit(c.h.opts.MaxMessageSize)
-	c.touch()
-	c.wg.Go(c.readClient)
-	c.wg.Go(c.recvModel)
-
-	c.supervise()
-
-	c.cancel()
-	c.model.Close()
-	ws.CloseNow()
-	c.toModel.close()
-	c.toClient.close()
-	c.wg.Wait()
-	code, _, kind := c.status()
-	c.h.logEnd(c.r, code, kind)
-	c.obs.end(code, kind)
-}
-
-// supervise waits for the call's end, running its timers; it returns
-// when the call is over or must be cut.
-func (c *call) supervise() {
-	o := &c.h.opts
-	var (
-		pingTick    <-chan time.Time
-		pingResult  = make(chan error, 1)
-		pinging     bool
-		idle        <-chan time.Time
-		lifetime    <-chan time.Time
-		finishLimit <-chan time.Time
-		shutdown    = c.h.shutdown
-	)
-	if o.PingInterval > 0 {
-		t := time.NewTicker(o.PingInterval)
-		defer t.Stop()
-		pingTick = t.C
-	}
-	var idleTimer *time.Timer
-	if o.IdleTimeout > 0 {
-		idleTimer = time.NewTimer(o.IdleTimeout)
-		defer idleTimer.Stop()
-		idle = idleTimer.C
-	}
-	if o.MaxLifetime > 0 {
-		t := time.NewTimer(o.MaxLifetime)
-		defer t.Stop()
-		lifetime = t.C
-	}
-	startFinish := func() {
-		if finishLimit == nil {
-			t := time.NewTimer(o.FinishTimeout)
-			finishLimit = t.C
-		}
-	}
-	clientDone, modelDone, writeDone := c.clientDone, c.modelDone, c.writeDone
-	for {
-		if modelDone == nil && writeDone == nil {
-			return // the model ended and the client has everything, or is gone
-		}
-		select {
-		case <-c.aborted:
-			code, reason, _ := c.status()
-			if c.abortNow.Load() {
-				c.ws.CloseNow()
-			} else {
-				c.ws.Close(code, reason)
-			}
-			return
-		case <-c.h.base.Done():
-			c.abort(websocket.StatusGoingAway, "going away", KindShutdown)
-		case <-clientDone:
-			// The client's side ended (its close frame, or the
-			// connection): its input is over; the model finishes.
-			clientDone = nil
-			c.endInput(websocket.StatusAbnormalClosure, "", KindClientGone)
-			startFinish()
-		case <-modelDone:
-			modelDone = nil
-			startFinish()
-		case <-writeDone:
-			writeDone = nil
-			startFinish()
-		case <-shutdown:
-			shutdown = nil
-			c.endInput(websocket.StatusGoingAway, "going away", KindShutdown)
-			startFinish()
-		case <-lifetime:
-			lifetime = nil
-			c.endInput(websocket.StatusGoingAway, "lifetime limit reached", KindLifetime)
-			startFinish()
-		case <-idle:
-			since := time.Since(time.Unix(0, c.lastData.Load()))
-			if since < o.IdleTimeout {
-				idleTimer.Reset(o.IdleTimeout - since)
-				continue
-			}
-			idle = nil
-			c.endInput(websocket.StatusGoingAway, "idle timeout", KindIdle)
-			startFinish()
-		case <-finishLimit:
-			c.abort(websocket.StatusGoingAway, "going away", KindFinishTimeout)
-		case <-pingTick:
-			if pinging {
-				continue
-			}
-			pinging = true
-			go func() {
-				ctx, cancel := context.WithTimeout(c.ctx, o.PingTimeout)
-				defer cancel()
-				pingResult <- c.ws.Ping(ctx)
-			}()
-		case err := <-pingResult:
-			pinging = false
-			if err != nil && c.ctx.Err() == nil {
-				c.abortNow.Store(true)
-				c.abort(websocket.StatusGoingAway, "ping timeout", KindPingTimeout)
-			}
-		}
-	}
-}
-
 // readClient reads the client's messages into toModel.
 func (c *call) readClient() {
-	defer close(c.clientDone)
+	defer c.clientEnded()
 	o := &c.h.opts
 	inputOver := false
 	for {
@@ -458,7 +348,7 @@ func (c *call) awaitQuiet(ctx context.Context) {
 
 // recvModel reads the model's messages into toClient, then the end.
 func (c *call) recvModel() {
-	defer close(c.modelDone)
+	defer c.modelEnded()
 	o := &c.h.opts
 	for {
 		m, err := c.model.Recv(c.ctx)
@@ -518,7 +408,7 @@ func (c *call) writeClient() {
 			break
 		}
 		if c.ctx.Err() != nil {
-			close(c.writeDone)
+			c.writeEnded()
 			return
 		}
 		typ := websocket.MessageBinary
@@ -529,13 +419,13 @@ func (c *call) writeClient() {
 		// ends (a cancellable one costs coder/websocket an AfterFunc per
 		// call).
 		if err := c.ws.Write(context.Background(), typ, m.Data); err != nil {
-			close(c.writeDone)
+			c.writeEnded()
 			return
 		}
 		c.touch()
 		c.obs.message(false, len(m.Data))
 	}
-	defer close(c.writeDone)
+	defer c.writeEnded()
 	if c.ctx.Err() != nil {
 		return
 	}
