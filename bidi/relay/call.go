@@ -38,16 +38,17 @@ import (
 //     message or close, idle, lifetime, Shutdown), sendModel finishes the
 //     model, recvModel reads to the model's end and closes toClient,
 //     writeClient delivers everything and closes the WebSocket;
-//   - abort: a violation or overflow; run closes the WebSocket with the
-//     status and cancels everything.
+//   - abort: a violation or overflow; cleanup closes the WebSocket with
+//     the status and cancels everything.
 //
-// Lock order: endMu is a leaf.
+// Lock order: endMu and supMu are leaves (a queue calls spawn, which
+// takes supMu, after releasing its own lock).
 type call struct {
 	h     *Handler
 	r     *http.Request
 	model Model
 	obs   *callObs
-	ws    *websocket.Conn // set by run before the goroutines start
+	ws    *websocket.Conn // set by start before the goroutines start
 
 	ctx    context.Context // ends when the call is over (abort, or the end of run)
 	cancel context.CancelFunc
