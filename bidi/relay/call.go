@@ -41,8 +41,8 @@ import (
 //   - abort: a violation or overflow; cleanup closes the WebSocket with
 //     the status and cancels everything.
 //
-// Lock order: endMu and supMu are leaves (a queue calls spawn, which
-// takes supMu, after releasing its own lock).
+// Lock order: relMu before endMu and supMu, which are leaves (a queue
+// calls spawn, which takes supMu, after releasing its own lock).
 type call struct {
 	h     *Handler
 	r     *http.Request
@@ -81,6 +81,9 @@ type call struct {
 	// Supervision (supervise.go). Fields below supMu are guarded by it.
 	release func()        // gives the Handler its slot back; called once by cleanup
 	stops   []func() bool // context.AfterFuncs to stop at the end; set by start
+
+	relMu    sync.Mutex // held by abort; cleanup takes it last
+	released bool       // guarded by relMu: cleanup is done
 
 	supMu     sync.Mutex
 	over      bool        // the end is decided: no goroutine is started after it
@@ -126,9 +129,16 @@ func (c *call) status() (websocket.StatusCode, string, string) {
 }
 
 // abort decides the status (unless the call already ended for another
-// reason than a graceful end in progress) and has run end the call at
-// once.
+// reason than a graceful end in progress) and ends the call at once. A
+// timer or context.AfterFunc may still call it after cleanup; it then
+// does nothing (released), so that nothing of a call runs after its
+// Handler's Close or Shutdown returned.
 func (c *call) abort(code websocket.StatusCode, reason, kind string) {
+	c.relMu.Lock()
+	defer c.relMu.Unlock()
+	if c.released {
+		return
+	}
 	c.endMu.Lock()
 	switch c.kind {
 	case "", KindEndOfInput, KindIdle, KindLifetime, KindShutdown:
@@ -148,7 +158,7 @@ func (c *call) abort(code websocket.StatusCode, reason, kind string) {
 
 // Test hooks, set only by tests before any call starts.
 var (
-	testHookAbort func(kind string)                        // abort decided, before run is told
+	testHookAbort func(kind string)                        // abort decided, before the call is ended
 	testHookPush  func(toModel bool, dropped int, ok bool) // after each push to a queue
 )
 

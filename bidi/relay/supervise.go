@@ -193,6 +193,9 @@ func (c *call) cleanup(aborted bool) {
 	for _, stop := range c.stops {
 		stop()
 	}
+	c.relMu.Lock() // an abort in progress (a timer's) is over
+	c.released = true
+	c.relMu.Unlock()
 	code, _, kind := c.status()
 	c.h.logEnd(c.r, code, kind)
 	c.obs.end(code, kind)
