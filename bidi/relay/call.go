@@ -15,15 +15,22 @@ import (
 )
 
 // A call is one relayed client: a WebSocket connection and its model
-// session, pumped by four goroutines of its own besides the handler's:
+// session, pumped by goroutines of its own besides the handler's:
 //
-//	readClient  ws.Read   -> toModel   (owns the client's read side)
-//	sendModel   toModel   -> model.Send, then Finish/CloseSend
+//	readClient  ws.Reader  -> toModel  (owns the client's read side)
+//	sendModel   toModel    -> model.Send, then Finish/CloseSend
 //	recvModel   model.Recv -> toClient (owns the model's read side)
-//	writeClient toClient  -> ws.Write, then ws.Close with the status
+//	writeClient toClient   -> ws.Write, then ws.Close with the status
 //
-// and supervised by run, on the handler's goroutine, which owns the
-// timers (pings, idle, lifetime, the graceful deadline) and ends the call.
+// readClient and recvModel run for the whole call; sendModel and
+// writeClient run only while their queue has work (see queue), so an
+// idle call holds two goroutines besides the handler's and its
+// session's.
+//
+// and supervised without a goroutine of its own (see supervise.go):
+// timers (pings, idle, lifetime, the graceful deadline) and the pumps'
+// ends are events, and the one that ends the call starts a goroutine
+// that closes and releases everything (cleanup).
 //
 // How a call ends. The first end decided wins (decide): its close code,
 // reason and kind are what the client gets and what is recorded.
@@ -31,21 +38,28 @@ import (
 //     message or close, idle, lifetime, Shutdown), sendModel finishes the
 //     model, recvModel reads to the model's end and closes toClient,
 //     writeClient delivers everything and closes the WebSocket;
-//   - abort: a violation or overflow; run closes the WebSocket with the
-//     status and cancels everything.
+//   - abort: a violation or overflow; cleanup closes the WebSocket with
+//     the status and cancels everything.
 //
-// Lock order: endMu is a leaf.
+// Lock order: relMu before endMu and supMu, which are leaves (a queue
+// calls spawn, which takes supMu, after releasing its own lock).
 type call struct {
 	h     *Handler
 	r     *http.Request
 	model Model
 	obs   *callObs
-	ws    *websocket.Conn // set by run before the goroutines start
+	ws    *websocket.Conn // set by start before the goroutines start
 
 	ctx    context.Context // ends when the call is over (abort, or the end of run)
 	cancel context.CancelFunc
 
 	toModel, toClient *queue
+
+	// wg counts the call's goroutines. readClient and recvModel run for
+	// the whole call; sendModel and writeClient are the queues'
+	// consumers, started by a push when there is work and gone when it
+	// is done (see queue), so an idle call holds neither.
+	wg sync.WaitGroup
 
 	lastData  atomic.Int64 // unix nanoseconds of the last data message either way
 	lastReply atomic.Int64 // unix nanoseconds of the last message from the model
@@ -59,24 +73,41 @@ type call struct {
 	reason string               // guarded by endMu
 	kind   string               // guarded by endMu
 
-	aborted    chan struct{} // closed once by abort
-	abortOnce  sync.Once
-	abortNow   atomic.Bool   // abort without a close handshake (the client is unresponsive)
-	clientDone chan struct{} // closed when readClient returns
-	modelDone  chan struct{} // closed when recvModel returns
-	writeDone  chan struct{} // closed when writeClient returns
+	aborted   chan struct{} // closed once by abort
+	abortOnce sync.Once
+	abortNow  atomic.Bool   // abort without a close handshake (the client is unresponsive)
+	modelDone chan struct{} // closed when recvModel returns
+
+	// Supervision (supervise.go). Fields below supMu are guarded by it.
+	release func()        // gives the Handler its slot back; called once by cleanup
+	stops   []func() bool // context.AfterFuncs to stop at the end; set by start
+
+	relMu    sync.Mutex // held by abort; cleanup takes it last
+	released bool       // guarded by relMu: cleanup is done
+
+	supMu     sync.Mutex
+	over      bool        // the end is decided: no goroutine is started after it
+	modelOver bool        // recvModel returned
+	writeOver bool        // the last writeClient returned
+	finishT   *time.Timer // the graceful end's deadline, once one started
+	idleT     *time.Timer
+	lifeT     *time.Timer
+	pingT     *time.Timer
+	pinging   bool // a ping is in flight
 }
 
 func newCall(h *Handler, r *http.Request, model Model, ctx context.Context, cancel context.CancelFunc, obs *callObs) *call {
-	return &call{
+	c := &call{
 		h: h, r: r, model: model, obs: obs, ctx: ctx, cancel: cancel,
-		toModel:    newQueue(h.opts.ToModelQueueBytes),
-		toClient:   newQueue(h.opts.ToClientQueueBytes),
-		aborted:    make(chan struct{}),
-		clientDone: make(chan struct{}),
-		modelDone:  make(chan struct{}),
-		writeDone:  make(chan struct{}),
+		toModel:   newQueue(h.opts.ToModelQueueBytes),
+		toClient:  newQueue(h.opts.ToClientQueueBytes),
+		aborted:   make(chan struct{}),
+		modelDone: make(chan struct{}),
 	}
+	c.toModel.release = putBuf // its messages' buffers come from read
+	c.toModel.spawn = func() { c.spawn(c.sendModel) }
+	c.toClient.spawn = func() { c.spawn(c.writeClient) }
+	return c
 }
 
 // decide records the call's end status unless one was decided; it
@@ -98,9 +129,16 @@ func (c *call) status() (websocket.StatusCode, string, string) {
 }
 
 // abort decides the status (unless the call already ended for another
-// reason than a graceful end in progress) and has run end the call at
-// once.
+// reason than a graceful end in progress) and ends the call at once. A
+// timer or context.AfterFunc may still call it after cleanup; it then
+// does nothing (released), so that nothing of a call runs after its
+// Handler's Close or Shutdown returned.
 func (c *call) abort(code websocket.StatusCode, reason, kind string) {
+	c.relMu.Lock()
+	defer c.relMu.Unlock()
+	if c.released {
+		return
+	}
 	c.endMu.Lock()
 	switch c.kind {
 	case "", KindEndOfInput, KindIdle, KindLifetime, KindShutdown:
@@ -114,12 +152,13 @@ func (c *call) abort(code websocket.StatusCode, reason, kind string) {
 			testHookAbort(kind)
 		}
 		close(c.aborted)
+		c.end(true)
 	})
 }
 
 // Test hooks, set only by tests before any call starts.
 var (
-	testHookAbort func(kind string)                        // abort decided, before run is told
+	testHookAbort func(kind string)                        // abort decided, before the call is ended
 	testHookPush  func(toModel bool, dropped int, ok bool) // after each push to a queue
 )
 
@@ -183,139 +222,13 @@ func (c *call) hook(h Hook, m bidi.Message) (bidi.Message, bool) {
 	return bidi.Message{}, false
 }
 
-// run relays the call over ws until it ends, then releases everything.
-func (c *call) run(ws *websocket.Conn) {
-	c.ws = ws
-	ws.SetReadLimit(c.h.opts.MaxMessageSize)
-	c.touch()
-	var wg sync.WaitGroup
-	wg.Go(c.readClient)
-	wg.Go(c.sendModel)
-	wg.Go(c.recvModel)
-	wg.Go(c.writeClient)
-
-	c.supervise()
-
-	c.cancel()
-	c.model.Close()
-	ws.CloseNow()
-	c.toModel.close()
-	c.toClient.close()
-	wg.Wait()
-	code, _, kind := c.status()
-	c.h.logEnd(c.r, code, kind)
-	c.obs.end(code, kind)
-}
-
-// supervise waits for the call's end, running its timers; it returns
-// when the call is over or must be cut.
-func (c *call) supervise() {
-	o := &c.h.opts
-	var (
-		pingTick    <-chan time.Time
-		pingResult  = make(chan error, 1)
-		pinging     bool
-		idle        <-chan time.Time
-		lifetime    <-chan time.Time
-		finishLimit <-chan time.Time
-		shutdown    = c.h.shutdown
-	)
-	if o.PingInterval > 0 {
-		t := time.NewTicker(o.PingInterval)
-		defer t.Stop()
-		pingTick = t.C
-	}
-	var idleTimer *time.Timer
-	if o.IdleTimeout > 0 {
-		idleTimer = time.NewTimer(o.IdleTimeout)
-		defer idleTimer.Stop()
-		idle = idleTimer.C
-	}
-	if o.MaxLifetime > 0 {
-		t := time.NewTimer(o.MaxLifetime)
-		defer t.Stop()
-		lifetime = t.C
-	}
-	startFinish := func() {
-		if finishLimit == nil {
-			t := time.NewTimer(o.FinishTimeout)
-			finishLimit = t.C
-		}
-	}
-	clientDone, modelDone, writeDone := c.clientDone, c.modelDone, c.writeDone
-	for {
-		if modelDone == nil && writeDone == nil {
-			return // the model ended and the client has everything, or is gone
-		}
-		select {
-		case <-c.aborted:
-			code, reason, _ := c.status()
-			if c.abortNow.Load() {
-				c.ws.CloseNow()
-			} else {
-				c.ws.Close(code, reason)
-			}
-			return
-		case <-c.h.base.Done():
-			c.abort(websocket.StatusGoingAway, "going away", KindShutdown)
-		case <-clientDone:
-			// The client's side ended (its close frame, or the
-			// connection): its input is over; the model finishes.
-			clientDone = nil
-			c.endInput(websocket.StatusAbnormalClosure, "", KindClientGone)
-			startFinish()
-		case <-modelDone:
-			modelDone = nil
-			startFinish()
-		case <-writeDone:
-			writeDone = nil
-			startFinish()
-		case <-shutdown:
-			shutdown = nil
-			c.endInput(websocket.StatusGoingAway, "going away", KindShutdown)
-			startFinish()
-		case <-lifetime:
-			lifetime = nil
-			c.endInput(websocket.StatusGoingAway, "lifetime limit reached", KindLifetime)
-			startFinish()
-		case <-idle:
-			since := time.Since(time.Unix(0, c.lastData.Load()))
-			if since < o.IdleTimeout {
-				idleTimer.Reset(o.IdleTimeout - since)
-				continue
-			}
-			idle = nil
-			c.endInput(websocket.StatusGoingAway, "idle timeout", KindIdle)
-			startFinish()
-		case <-finishLimit:
-			c.abort(websocket.StatusGoingAway, "going away", KindFinishTimeout)
-		case <-pingTick:
-			if pinging {
-				continue
-			}
-			pinging = true
-			go func() {
-				ctx, cancel := context.WithTimeout(c.ctx, o.PingTimeout)
-				defer cancel()
-				pingResult <- c.ws.Ping(ctx)
-			}()
-		case err := <-pingResult:
-			pinging = false
-			if err != nil && c.ctx.Err() == nil {
-				c.abortNow.Store(true)
-				c.abort(websocket.StatusGoingAway, "ping timeout", KindPingTimeout)
-			}
-		}
-	}
-}
-
 // readClient reads the client's messages into toModel.
 func (c *call) readClient() {
-	defer close(c.clientDone)
+	defer c.clientEnded()
 	o := &c.h.opts
 	inputOver := false
 	for {
-		typ, data, err := c.ws.Read(c.ctx)
+		typ, data, err := c.read()
 		if err != nil {
 			switch code := websocket.CloseStatus(err); {
 			case code != -1:
@@ -330,17 +243,20 @@ func (c *call) readClient() {
 		m := bidi.Message{Data: data, Type: bidi.DataTypeBinary}
 		if typ == websocket.MessageText {
 			if !utf8.Valid(data) {
+				putBuf(data)
 				c.abort(websocket.StatusInvalidFramePayloadData, "text message is not valid UTF-8", KindInvalidUTF8)
 				return
 			}
 			m.Type = bidi.DataTypeUTF8
 		}
 		if inputOver {
+			putBuf(data)
 			c.abort(websocket.StatusPolicyViolation, "message after end of input", KindProtocol)
 			return
 		}
 		if o.EndOfInput != nil && o.EndOfInput(m) {
 			inputOver = true
+			putBuf(data)
 			c.endInput(websocket.StatusNormalClosure, "", KindEndOfInput)
 			// The status decided here is a placeholder: the model's
 			// end gives the close code (see recvModel).
@@ -348,6 +264,7 @@ func (c *call) readClient() {
 		}
 		m, ok := c.hook(o.ToModel, m)
 		if !ok {
+			putBuf(data)
 			if c.ctx.Err() != nil || isClosed(c.aborted) {
 				return
 			}
@@ -359,6 +276,7 @@ func (c *call) readClient() {
 			testHookPush(true, dropped, ok)
 		}
 		if !ok {
+			putBuf(m.Data)
 			code, reason := c.overflowStatus(true)
 			c.abort(code, reason, KindOverflow)
 			return
@@ -366,17 +284,37 @@ func (c *call) readClient() {
 	}
 }
 
-// sendModel sends toModel's messages to the model, then ends its input.
+// read reads the client's next message into a pooled buffer (see
+// getBuf), whose owner the caller becomes. It passes no context: run's
+// CloseNow unblocks it when the call ends (a cancellable context costs
+// coder/websocket an AfterFunc per message).
+func (c *call) read() (websocket.MessageType, []byte, error) {
+	typ, r, err := c.ws.Reader(context.Background())
+	if err != nil {
+		return 0, nil, err
+	}
+	data, err := readAll(r)
+	return typ, data, err
+}
+
+// sendModel, toModel's consumer, sends its messages to the model until it
+// is empty; once it is closed and drained, it ends the model's input.
 func (c *call) sendModel() {
 	for {
-		m, ok := c.toModel.pop(c.ctx)
-		if !ok {
+		m, res := c.toModel.take()
+		if res == idle {
+			return
+		}
+		if res == drained {
 			break
 		}
-		if err := c.model.Send(c.ctx, m); err != nil {
+		err := c.model.Send(c.ctx, m)
+		n := len(m.Data)
+		putBuf(m.Data) // Send copied it
+		if err != nil {
 			return // the model's side is over; recvModel reports why
 		}
-		c.obs.message(true, len(m.Data))
+		c.obs.message(true, n)
 	}
 	if c.ctx.Err() != nil {
 		return
@@ -421,7 +359,7 @@ func (c *call) awaitQuiet(ctx context.Context) {
 
 // recvModel reads the model's messages into toClient, then the end.
 func (c *call) recvModel() {
-	defer close(c.modelDone)
+	defer c.modelEnded()
 	o := &c.h.opts
 	for {
 		m, err := c.model.Recv(c.ctx)
@@ -466,25 +404,39 @@ func (c *call) recvModel() {
 	}
 }
 
-// writeClient writes toClient's messages to the client, then closes the
-// WebSocket with the call's status.
+// writeClient, toClient's consumer, writes its messages to the client
+// until it is empty; once it is closed and drained, it closes the
+// WebSocket with the call's status. writeDone is closed when a consumer
+// returns for good (drained, or a failed write: the queue then spawns no
+// other).
 func (c *call) writeClient() {
-	defer close(c.writeDone)
 	for {
-		m, ok := c.toClient.pop(c.ctx)
-		if !ok {
+		m, res := c.toClient.take()
+		if res == idle {
+			return
+		}
+		if res == drained {
 			break
+		}
+		if c.ctx.Err() != nil {
+			c.writeEnded()
+			return
 		}
 		typ := websocket.MessageBinary
 		if m.Type == bidi.DataTypeUTF8 {
 			typ = websocket.MessageText
 		}
-		if err := c.ws.Write(c.ctx, typ, m.Data); err != nil {
+		// No context: run's CloseNow unblocks a Write when the call
+		// ends (a cancellable one costs coder/websocket an AfterFunc per
+		// call).
+		if err := c.ws.Write(context.Background(), typ, m.Data); err != nil {
+			c.writeEnded()
 			return
 		}
 		c.touch()
 		c.obs.message(false, len(m.Data))
 	}
+	defer c.writeEnded()
 	if c.ctx.Err() != nil {
 		return
 	}

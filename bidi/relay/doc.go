@@ -75,11 +75,15 @@
 //
 // # Memory and goroutines
 //
-// A call runs four goroutines besides the handler's (one per direction
-// and side), plus its model session's. What it buffers is bounded by its
-// two queues, one client message being read (MaxMessageSize) and one
-// being written; the session's own bounds are bidi's. Calls are
-// independent: a client that does not read fills only its own queue.
+// ServeHTTP returns once a call is relayed: the call runs on two
+// goroutines of its own (one reads the client, one the model), plus one
+// per direction only while that direction has messages queued, plus its
+// model session's; its timers need none. What it buffers is bounded by
+// its two queues (each message charged its buffer's capacity plus 64
+// bytes), one client message being read (MaxMessageSize; into a pooled
+// buffer given back once sent) and one being written; the session's own
+// bounds are bidi's. Calls are independent: a client that does not read
+// fills only its own queue.
 //
 // # Observability
 //

@@ -50,11 +50,11 @@ type Handler struct {
 	slots chan struct{} // one token per call in progress (MaxClients)
 	wg    sync.WaitGroup
 
-	shutdown     chan struct{}      // closed by Shutdown or Close: calls end gracefully
-	base         context.Context    // cancelled by Close: calls end at once
-	baseCancel   context.CancelFunc //
-	shutdownOnce sync.Once
-	stopping     atomic.Bool
+	shutdownCtx context.Context    // cancelled by Shutdown or Close: calls end gracefully
+	shutdown    context.CancelFunc //
+	base        context.Context    // cancelled by Close: calls end at once
+	baseCancel  context.CancelFunc //
+	stopping    atomic.Bool
 }
 
 // New returns a Handler that opens model sessions with client (through
@@ -83,15 +83,17 @@ func New(client *bidi.Client, authorize AuthorizeFunc, opts *Options) (*Handler,
 		}
 	}
 	base, cancel := context.WithCancel(context.Background())
+	shutdownCtx, shutdown := context.WithCancel(context.Background())
 	return &Handler{
-		authorize:  authorize,
-		open:       open,
-		opts:       o,
-		obs:        newObserver(tp, mp),
-		slots:      make(chan struct{}, o.MaxClients),
-		shutdown:   make(chan struct{}),
-		base:       base,
-		baseCancel: cancel,
+		authorize:   authorize,
+		open:        open,
+		opts:        o,
+		obs:         newObserver(tp, mp),
+		slots:       make(chan struct{}, o.MaxClients),
+		shutdownCtx: shutdownCtx,
+		shutdown:    shutdown,
+		base:        base,
+		baseCancel:  cancel,
 	}, nil
 }
 
@@ -105,7 +107,7 @@ func (h *Handler) Active() int { return len(h.slots) }
 // running at once, as Close does.
 func (h *Handler) Shutdown(ctx context.Context) error {
 	h.stopping.Store(true)
-	h.shutdownOnce.Do(func() { close(h.shutdown) })
+	h.shutdown()
 	done := make(chan struct{})
 	go func() { h.wg.Wait(); close(done) }()
 	select {
@@ -123,7 +125,7 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 // calls' goroutines to exit.
 func (h *Handler) Close() error {
 	h.stopping.Store(true)
-	h.shutdownOnce.Do(func() { close(h.shutdown) })
+	h.shutdown()
 	h.baseCancel()
 	h.wg.Wait()
 	return nil
@@ -153,9 +155,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.wg.Add(1)
-	defer func() {
+	release := func() {
 		<-h.slots
 		h.wg.Done()
+	}
+	started := false // the call took over release, cancel and stop
+	defer func() {
+		if !started {
+			release()
+		}
 	}()
 
 	in, err := h.authorize(r)
@@ -172,9 +180,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The call's context keeps the request's values (a trace, say) but
 	// not its cancellation, and ends with the call or with Close.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	defer cancel()
 	stop := context.AfterFunc(h.base, cancel)
-	defer stop()
+	defer func() {
+		if !started {
+			stop()
+			cancel()
+		}
+	}()
 	ctx, obs := h.obs.startCall(ctx, in.EndpointName)
 	model, err := h.openModel(ctx, cancel, in)
 	if err != nil {
@@ -203,7 +215,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		obs.end(websocket.StatusAbnormalClosure, KindClientGone)
 		return
 	}
-	c.run(ws)
+	// The call goes on without this goroutine (net/http is done with a
+	// hijacked connection once ServeHTTP returns): its pumps and timers
+	// run it, and its cleanup releases the slot.
+	c.release = release
+	started = true
+	c.start(ws, stop)
 }
 
 // openModel opens the model side within OpenTimeout. ctx governs the

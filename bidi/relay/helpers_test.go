@@ -216,6 +216,14 @@ func (f *fakeModel) Recv(ctx context.Context) (bidi.Message, error) {
 	case <-f.closed:
 		return bidi.Message{}, bidi.ErrSessionClosed
 	case err := <-f.end:
+		// A reply queued before the end comes first, as from a real
+		// stream (select picks at random when both are ready).
+		select {
+		case m := <-f.replies:
+			f.end <- err
+			return m, nil
+		default:
+		}
 		if err == nil {
 			return bidi.Message{}, io.EOF
 		}

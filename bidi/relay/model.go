@@ -30,7 +30,9 @@ type Model interface {
 // the relay calls Finish if the Model has it; otherwise it keeps the input
 // open itself until the model has sent nothing for the quiet period (or
 // has ended), then calls CloseSend. Its receiving goroutine keeps reading
-// meanwhile.
+// meanwhile. [bidi.Session] and [bidi.RotatingSession] both implement it
+// (the latter finishes every stream of the call, the ones rotated away
+// from included), so the relay's own wait serves only other Models.
 type Finisher interface {
 	Finish(ctx context.Context, quiet time.Duration) error
 }

@@ -95,6 +95,11 @@ func (o Overflow) String() string {
 // never sent). A hook runs on the call's goroutine for its direction, one
 // message at a time, so it needs no locking for state of its own call;
 // it must not block for long: the direction waits for it.
+//
+// A client's message (ToModel) is read into a buffer the relay reuses once
+// the message is sent or dropped: a hook that keeps m.Data after it
+// returns must copy it. The Data of the message a hook returns belongs to
+// the relay from then on.
 type Hook func(ctx context.Context, m bidi.Message) (bidi.Message, error)
 
 // Options configure a [Handler]. The zero value of every field means its
@@ -181,7 +186,8 @@ type Options struct {
 	// every remaining reply is delivered, and the connection closes with
 	// the model's end (1000 for a clean one). A WebSocket client cannot
 	// do this with its own close frame: a close is answered at once and
-	// a browser drops every message after it.
+	// a browser drops every message after it. m.Data is valid only
+	// until it returns (see [Hook]).
 	EndOfInput func(m bidi.Message) bool
 
 	// ToModel and ToClient, if set, see every message of their direction

@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"context"
 	"sync"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -12,33 +11,49 @@ import (
 const messageOverhead = 64
 
 // queue is one direction of a call: a FIFO of messages bounded in bytes,
-// with one producer and one consumer. Each message is charged
-// len+messageOverhead; the queue takes a message while it holds less than
-// limit, so it never holds more than limit plus one message.
+// with one producer and at most one consumer at a time. Each message is
+// charged its buffer's capacity plus messageOverhead; the queue takes a
+// message while it holds less than limit, so it never holds more than
+// limit plus one message.
 //
-// Fields are guarded by mu; ready is signalled (without blocking) after
-// every push and at close.
+// The consumer runs only while there is work: push (or close) calls spawn
+// when no consumer is running, and the consumer returns when take finds
+// the queue empty, so that an idle call holds no goroutine for it. Fields
+// below mu are guarded by it; limit, release and spawn are set before
+// the first push.
 type queue struct {
-	limit int
-	ready chan struct{}
+	limit   int
+	release func([]byte) // if set, gets the buffer of each dropped message
+	spawn   func()       // if set, starts a consumer; called outside the lock
 
-	mu     sync.Mutex
-	items  []bidi.Message // guarded by mu; items[head:] are queued
-	head   int            // guarded by mu
-	bytes  int            // guarded by mu: charged bytes of items[head:]
-	closed bool           // guarded by mu: no more pushes; pop drains then reports the end
+	mu        sync.Mutex
+	items     []bidi.Message // items[head:] are queued
+	head      int
+	bytes     int  // charged bytes of items[head:]
+	closed    bool // no more pushes; take drains, then reports drained
+	consuming bool // a consumer is running, or the end was handed to one
 }
+
+// What take found.
+type takeResult int
+
+const (
+	taken   takeResult = iota // the oldest message, now the consumer's
+	idle                      // empty and open: the consumer returns; the next push spawns another
+	drained                   // closed and empty: the consumer does the direction's end and returns
+)
 
 func newQueue(limit int) *queue {
-	return &queue{limit: limit, ready: make(chan struct{}, 1)}
+	return &queue{limit: limit}
 }
 
-func cost(m bidi.Message) int { return len(m.Data) + messageOverhead }
+func cost(m bidi.Message) int { return cap(m.Data) + messageOverhead }
 
-// push appends m. When the queue is full (it holds limit bytes or more),
-// dropOldest removes queued messages (oldest binary first) until it is
-// not and reports how many; otherwise push refuses with ok false and
-// queues nothing. A push after close is ignored (ok true).
+// push appends m, and spawns a consumer if none is running. When the
+// queue is full (it holds limit bytes or more), dropOldest removes queued
+// messages (oldest binary first) until it is not and reports how many;
+// otherwise push refuses with ok false and queues nothing. A push after
+// close is ignored (ok true).
 func (q *queue) push(m bidi.Message, dropOldest bool) (dropped int, ok bool) {
 	q.mu.Lock()
 	if q.closed {
@@ -63,9 +78,22 @@ func (q *queue) push(m bidi.Message, dropOldest bool) (dropped int, ok bool) {
 	}
 	q.items = append(q.items, m)
 	q.bytes += c
+	start := q.startLocked()
 	q.mu.Unlock()
-	q.signal()
+	if start {
+		q.spawn()
+	}
 	return dropped, true
+}
+
+// startLocked reports whether a consumer must be spawned, and marks one
+// as running.
+func (q *queue) startLocked() bool {
+	if q.consuming || q.spawn == nil {
+		return false
+	}
+	q.consuming = true
+	return true
 }
 
 // dropOneLocked removes the oldest binary message, or the oldest one if
@@ -79,44 +107,53 @@ func (q *queue) dropOneLocked() {
 		}
 	}
 	q.bytes -= cost(q.items[i])
+	if q.release != nil {
+		q.release(q.items[i].Data)
+	}
 	copy(q.items[i:], q.items[i+1:])
 	q.items[len(q.items)-1] = bidi.Message{}
 	q.items = q.items[:len(q.items)-1]
 }
 
-// pop returns the oldest message, waiting for one. It returns ok false
-// once the queue is closed and empty, or when ctx ends.
-func (q *queue) pop(ctx context.Context) (bidi.Message, bool) {
-	for {
-		q.mu.Lock()
-		if q.head < len(q.items) {
-			m := q.items[q.head]
-			q.items[q.head] = bidi.Message{}
-			q.head++
-			q.bytes -= cost(m)
-			q.mu.Unlock()
-			return m, true
+// take is the consumer's: it returns the oldest message (taken), or
+// tells the consumer to return, because the queue is empty (idle) or
+// closed and empty (drained). After idle the next push spawns a new
+// consumer; after drained none is spawned again.
+func (q *queue) take() (bidi.Message, takeResult) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head < len(q.items) {
+		m := q.items[q.head]
+		q.items[q.head] = bidi.Message{}
+		q.head++
+		q.bytes -= cost(m)
+		if q.head == len(q.items) {
+			q.items, q.head = q.items[:0], 0
 		}
-		closed := q.closed
-		q.mu.Unlock()
-		if closed {
-			return bidi.Message{}, false
-		}
-		select {
-		case <-q.ready:
-		case <-ctx.Done():
-			return bidi.Message{}, false
-		}
+		return m, taken
 	}
+	if q.closed {
+		return bidi.Message{}, drained
+	}
+	q.consuming = false
+	return bidi.Message{}, idle
 }
 
-// close ends the queue: queued messages are still popped, then pop
-// reports the end.
+// close ends the queue: queued messages are still taken, then take
+// reports drained. If no consumer is running, close spawns one for the
+// end.
 func (q *queue) close() {
 	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return
+	}
 	q.closed = true
+	start := q.startLocked()
 	q.mu.Unlock()
-	q.signal()
+	if start {
+		q.spawn()
+	}
 }
 
 // len returns the charged bytes and the number of queued messages.
@@ -124,11 +161,4 @@ func (q *queue) len() (bytes, n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.bytes, len(q.items) - q.head
-}
-
-func (q *queue) signal() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
 }

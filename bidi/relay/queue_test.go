@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"context"
 	"testing"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -29,9 +28,9 @@ func FuzzQueue(f *testing.F) {
 				if len(queued) == 0 {
 					continue
 				}
-				m, ok := q.pop(context.Background())
-				if !ok {
-					t.Fatalf("pop failed with %d queued", len(queued))
+				m, res := q.take()
+				if res != taken {
+					t.Fatalf("take found %d with %d queued", res, len(queued))
 				}
 				id := int(m.Data[0]) | int(m.Data[1])<<8
 				if id != queued[0] || id <= lastPoped {
@@ -83,22 +82,59 @@ func FuzzQueue(f *testing.F) {
 		}
 		q.close()
 		for range queued {
-			if _, ok := q.pop(context.Background()); !ok {
+			if _, res := q.take(); res != taken {
 				t.Fatal("closed queue lost a message")
 			}
 		}
-		if _, ok := q.pop(context.Background()); ok {
-			t.Fatal("closed empty queue returned a message")
+		if _, res := q.take(); res != drained {
+			t.Fatalf("closed empty queue: take found %d", res)
 		}
 	})
 }
 
-// pop on an empty queue returns when its context ends.
-func TestQueuePopContext(t *testing.T) {
-	q := newQueue(100)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, ok := q.pop(ctx); ok {
-		t.Fatal("pop returned a message from an empty queue")
+// A consumer is spawned when a push or close finds none running, and
+// only then: one at a time, none for an idle queue.
+func TestQueueSpawnsOneConsumer(t *testing.T) {
+	q := newQueue(1000)
+	spawned := 0
+	q.spawn = func() { spawned++ }
+	want := func(n int) {
+		t.Helper()
+		if spawned != n {
+			t.Fatalf("%d consumers spawned, want %d", spawned, n)
+		}
 	}
+	want(0)
+	q.push(bidi.Binary([]byte("a")), false)
+	want(1)
+	q.push(bidi.Binary([]byte("b")), false) // the consumer is still running
+	want(1)
+	for _, w := range []string{"a", "b"} {
+		if m, res := q.take(); res != taken || string(m.Data) != w {
+			t.Fatalf("take = %q, %d; want %q", m.Data, res, w)
+		}
+	}
+	if _, res := q.take(); res != idle {
+		t.Fatalf("empty queue: take found %d, want idle", res)
+	}
+	want(1)
+	q.push(bidi.Binary([]byte("c")), false) // the consumer returned: another
+	want(2)
+	q.close() // one is running: it will find the end
+	want(2)
+	if m, res := q.take(); res != taken || string(m.Data) != "c" {
+		t.Fatalf("take = %q, %d; want c", m.Data, res)
+	}
+	if _, res := q.take(); res != drained {
+		t.Fatalf("closed empty queue: take found %d, want drained", res)
+	}
+	q.push(bidi.Binary([]byte("d")), false) // after close: ignored
+	want(2)
+
+	q2 := newQueue(1000)
+	q2.spawn = func() { spawned++ }
+	q2.close() // none running: one is spawned for the end
+	want(3)
+	q2.close()
+	want(3)
 }

@@ -91,6 +91,11 @@ func openChromium(t *testing.T, url string) *cdp {
 	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--disable-extensions", "--mute-audio", "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
 		"--user-data-dir="+t.TempDir(), url)
+	// Its whole process group is killed at the end, before the profile
+	// directory is removed: helper processes that outlived the browser
+	// kept writing to it.
+	ownProcessGroup(cmd)
+	cmd.Cancel = func() error { return killProcessGroup(cmd) }
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +103,7 @@ func openChromium(t *testing.T, url string) *cdp {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { killProcessGroup(cmd); cmd.Wait() })
 	re := regexp.MustCompile(`DevTools listening on ws://([^/]+)/`)
 	sc := bufio.NewScanner(stderr)
 	var host string

@@ -1,0 +1,203 @@
+package relay
+
+import (
+	"context"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// A call's supervision holds no goroutine while the call runs: its
+// timers are time.AfterFuncs, the Handler's Shutdown and Close reach it
+// through context.AfterFunc, and the pumps report their ends. The event
+// that ends the call (an abort, or the model's end delivered to the
+// client) sets over and starts cleanup, which closes and releases
+// everything and waits for the pumps. Events take supMu only to read or
+// set its fields, and never while calling into the queues, abort or
+// endInput (which may start a pump: see spawn).
+
+// start relays the call over ws: it starts the two long-lived pumps and
+// arms the timers. It returns at once; the call then runs on its own
+// until cleanup calls release.
+func (c *call) start(ws *websocket.Conn, stopBase func() bool) {
+	o := &c.h.opts
+	c.ws = ws
+	ws.SetReadLimit(o.MaxMessageSize)
+	c.touch()
+	c.supMu.Lock()
+	c.stops = append(c.stops, stopBase,
+		context.AfterFunc(c.h.base, func() {
+			c.abort(websocket.StatusGoingAway, "going away", KindShutdown)
+		}),
+		context.AfterFunc(c.h.shutdownCtx, func() {
+			c.endInput(websocket.StatusGoingAway, "going away", KindShutdown)
+			c.startFinish()
+		}))
+	if o.PingInterval > 0 {
+		c.pingT = time.AfterFunc(o.PingInterval, c.pingTick)
+	}
+	if o.IdleTimeout > 0 {
+		c.idleT = time.AfterFunc(o.IdleTimeout, c.idleTick)
+	}
+	if o.MaxLifetime > 0 {
+		c.lifeT = time.AfterFunc(o.MaxLifetime, func() {
+			c.endInput(websocket.StatusGoingAway, "lifetime limit reached", KindLifetime)
+			c.startFinish()
+		})
+	}
+	c.wg.Add(2)
+	c.supMu.Unlock()
+	go func() { defer c.wg.Done(); c.readClient() }()
+	go func() { defer c.wg.Done(); c.recvModel() }()
+}
+
+// spawn runs f as one of the call's goroutines, unless the call is over
+// (cleanup may be waiting for them: nothing is added after that).
+func (c *call) spawn(f func()) {
+	c.supMu.Lock()
+	defer c.supMu.Unlock()
+	if c.over {
+		return
+	}
+	c.wg.Go(f)
+}
+
+// startFinish arms the graceful end's deadline, once.
+func (c *call) startFinish() {
+	c.supMu.Lock()
+	defer c.supMu.Unlock()
+	if c.over || c.finishT != nil {
+		return
+	}
+	c.finishT = time.AfterFunc(c.h.opts.FinishTimeout, func() {
+		c.abort(websocket.StatusGoingAway, "going away", KindFinishTimeout)
+	})
+}
+
+// clientEnded is readClient's end: the client's side ended (its close
+// frame, or the connection), so its input is over and the model finishes.
+func (c *call) clientEnded() {
+	c.endInput(websocket.StatusAbnormalClosure, "", KindClientGone)
+	c.startFinish()
+}
+
+// modelEnded is recvModel's end.
+func (c *call) modelEnded() {
+	close(c.modelDone)
+	c.supMu.Lock()
+	c.modelOver = true
+	both := c.writeOver
+	c.supMu.Unlock()
+	c.startFinish()
+	if both {
+		c.end(false)
+	}
+}
+
+// writeEnded is the end of the last writeClient: the client has every
+// reply (or is gone).
+func (c *call) writeEnded() {
+	c.supMu.Lock()
+	c.writeOver = true
+	both := c.modelOver
+	c.supMu.Unlock()
+	c.startFinish()
+	if both {
+		c.end(false)
+	}
+}
+
+// idleTick ends the input after IdleTimeout without data either way.
+func (c *call) idleTick() {
+	idle := c.h.opts.IdleTimeout
+	since := time.Since(time.Unix(0, c.lastData.Load()))
+	if since < idle {
+		c.supMu.Lock()
+		if !c.over {
+			c.idleT.Reset(idle - since)
+		}
+		c.supMu.Unlock()
+		return
+	}
+	c.endInput(websocket.StatusGoingAway, "idle timeout", KindIdle)
+	c.startFinish()
+}
+
+// pingTick pings the client unless a ping is in flight, and re-arms.
+func (c *call) pingTick() {
+	c.supMu.Lock()
+	defer c.supMu.Unlock()
+	if c.over {
+		return
+	}
+	c.pingT.Reset(c.h.opts.PingInterval)
+	if c.pinging {
+		return
+	}
+	c.pinging = true
+	c.wg.Go(c.ping)
+}
+
+// ping sends one ping and aborts the call when its pong does not come
+// within PingTimeout: the client is unresponsive.
+func (c *call) ping() {
+	ctx, cancel := context.WithTimeout(c.ctx, c.h.opts.PingTimeout)
+	err := c.ws.Ping(ctx)
+	cancel()
+	c.supMu.Lock()
+	c.pinging = false
+	c.supMu.Unlock()
+	if err != nil && c.ctx.Err() == nil {
+		c.abortNow.Store(true)
+		c.abort(websocket.StatusGoingAway, "ping timeout", KindPingTimeout)
+	}
+}
+
+// end decides that the call is over, once: aborted by abort, or
+// gracefully when the model ended and the client has everything. It
+// stops the timers and starts cleanup.
+func (c *call) end(aborted bool) {
+	c.supMu.Lock()
+	if c.over {
+		c.supMu.Unlock()
+		return
+	}
+	c.over = true
+	for _, t := range []*time.Timer{c.finishT, c.idleT, c.lifeT, c.pingT} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	c.supMu.Unlock()
+	go c.cleanup(aborted)
+}
+
+// cleanup ends what is left of the call and releases it: after an abort
+// the client gets the close status (or, unresponsive, none), then the
+// model is closed and every pump is waited for.
+func (c *call) cleanup(aborted bool) {
+	if aborted {
+		code, reason, _ := c.status()
+		if c.abortNow.Load() {
+			c.ws.CloseNow()
+		} else {
+			c.ws.Close(code, reason)
+		}
+	}
+	c.cancel()
+	c.model.Close()
+	c.ws.CloseNow()
+	c.toModel.close()
+	c.toClient.close()
+	c.wg.Wait()
+	for _, stop := range c.stops {
+		stop()
+	}
+	c.relMu.Lock() // an abort in progress (a timer's) is over
+	c.released = true
+	c.relMu.Unlock()
+	code, _, kind := c.status()
+	c.h.logEnd(c.r, code, kind)
+	c.obs.end(code, kind)
+	c.release()
+}
