@@ -2,9 +2,10 @@ package biditest
 
 import (
 	"log"
-	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/logthrottle"
 )
 
 // The defaults of the Server fields that bound what a client can make the
@@ -47,57 +48,13 @@ func (s *Server) maxRecordedBytes() int {
 	return resolved(s.MaxRecordedBytes, defaultMaxRecordedBytes)
 }
 
-// A logThrottle lets through, per kind of line, logBurst lines per
-// logWindow and counts the others, which the next line let through
-// reports. A client that makes the server log on purpose (connections
-// over the cap, say) then costs a few lines a minute.
-type logThrottle struct {
-	mu    sync.Mutex
-	kinds map[string]*logWindowState
-}
-
-type logWindowState struct {
-	start      time.Time
-	n          int // lines in the window so far
-	suppressed int // lines dropped since the last one let through
-}
-
-const (
-	logBurst  = 5
-	logWindow = 10 * time.Second
-)
-
-// allow reports whether a line of kind may be logged now, and how many
-// lines of that kind were dropped before it.
-func (t *logThrottle) allow(kind string, now time.Time) (ok bool, suppressed int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.kinds == nil {
-		t.kinds = make(map[string]*logWindowState)
-	}
-	w := t.kinds[kind]
-	if w == nil {
-		if len(t.kinds) >= 64 {
-			clear(t.kinds) // kinds are a handful of constants; never grow
-		}
-		w = &logWindowState{start: now}
-		t.kinds[kind] = w
-	}
-	if now.Sub(w.start) >= logWindow {
-		w.start, w.n = now, 0
-	}
-	if w.n >= logBurst {
-		w.suppressed++
-		return false, 0
-	}
-	w.n++
-	suppressed, w.suppressed = w.suppressed, 0
-	return true, suppressed
-}
+// A logThrottle bounds the lines a client can make the server log on
+// purpose (connections over the cap, say) to a few a minute per kind.
+type logThrottle struct{ logthrottle.Throttle }
 
 // printf logs a line of kind to l unless the throttle drops it.
 func (t *logThrottle) printf(l *log.Logger, kind, format string, args ...any) {
-	ok, suppressed := t.allow(kind, time.Now())
+	ok, suppressed := t.Allow(kind, time.Now())
 	if !ok {
 		return
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/logthrottle"
 )
 
 // Config configures a [Gateway]: the SageMaker side (listener, TLS,
@@ -122,7 +123,7 @@ type Gateway struct {
 	handler *Handler
 	log     *slog.Logger
 	ln      *watchedListener
-	vlog    throttle // of the violation lines
+	vlog    logthrottle.Throttle // of the violation lines
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -307,7 +308,7 @@ func (g *Gateway) logViolations(interval time.Duration) {
 			if !errors.As(err, &v) {
 				continue
 			}
-			ok, suppressed := g.vlog.allow(string(v.Rule)+" "+v.ErrorType(), time.Now())
+			ok, suppressed := g.vlog.Allow(string(v.Rule)+" "+v.ErrorType(), time.Now())
 			if !ok {
 				continue
 			}
@@ -331,7 +332,7 @@ func (g *Gateway) logViolations(interval time.Duration) {
 // each kind a minute at most: a client can cause them at will.
 type logWriter struct {
 	log      *slog.Logger
-	throttle throttle
+	throttle logthrottle.Throttle
 }
 
 // Write logs one line of the server's error log as a warning.
@@ -344,7 +345,7 @@ func (w *logWriter) Write(p []byte) (int, error) {
 			break
 		}
 	}
-	ok, suppressed := w.throttle.allow(kind, time.Now())
+	ok, suppressed := w.throttle.Allow(kind, time.Now())
 	if !ok {
 		return len(p), nil
 	}
