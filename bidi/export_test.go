@@ -1,5 +1,7 @@
 package bidi
 
+import "context"
+
 // SetOpenHook makes Open call f after starting a session's goroutine and
 // before waiting for its request to be on its way, so that tests can
 // order events around that wait. It returns a function that removes f.
@@ -33,4 +35,15 @@ func FlowBlocked(s *Session) bool {
 func StalledByUnreadReplies(s *Session) bool {
 	st := s.stream.Load()
 	return st != nil && st.Buffered() > 0 && st.SendBlocked()
+}
+
+// RotatingStreamOver returns a channel closed once the response stream
+// of the RotatingSession's current stream is over, as its session knows
+// it (before Recv got through the replies buffered ahead of the end).
+func RotatingStreamOver(rs *RotatingSession) <-chan struct{} {
+	if rs.sendLock.Lock(context.Background(), nil, nil) != nil {
+		return nil
+	}
+	defer rs.sendLock.Unlock()
+	return rs.cur.sess.state.over
 }

@@ -408,12 +408,21 @@ type generation struct {
 	// clean end); owned by the receiving goroutine.
 	recvEnd error
 
-	// kicked is closed by a Send that failed on this stream, after
-	// storing the error in kickErr: it tells the rotator the stream is
-	// over before the session's context says so.
+	// kicked is closed by a Send that failed on this stream, or by its
+	// pump at the stream's end, after storing the error in kickErr: it
+	// tells the rotator the stream is over before the session's context
+	// says so. A Send's error may be a stand-in (ErrStreamEnded while the
+	// reason is not decoded yet), so it is no verdict on how the stream
+	// ended: pumpErr is.
 	kickOnce sync.Once
 	kickErr  error
 	kicked   chan struct{}
+
+	// pumped is closed by the stream's pump once it saw the end, after
+	// storing it in pumpErr (ErrStreamEnded for a clean end): the
+	// verdict on how the stream ended.
+	pumpErr error
+	pumped  chan struct{}
 
 	// settled is closed, under RotatingSession.mu, once it is known
 	// what follows this stream for the sender and the receiver: next
@@ -432,8 +441,14 @@ func (g *generation) kick(err error) {
 	})
 }
 
-// over reports whether the stream has ended, as far as the rotator knows.
+// over reports whether the stream has ended, as far as the rotator knows:
+// its session ended, a Send failed on it, or its response stream is over
+// (a reset, say), which the session knows before its reader got through
+// the replies buffered ahead of the end.
 func (g *generation) over() bool {
+	if g.sess.state.isOver.Load() {
+		return true
+	}
 	select {
 	case <-g.sess.Context().Done():
 		return true
@@ -450,8 +465,11 @@ func (g *generation) endErr() error {
 	case <-g.kicked:
 		return g.kickErr
 	default:
-		return context.Cause(g.sess.Context())
 	}
+	if err := context.Cause(g.sess.Context()); err != nil {
+		return err
+	}
+	return g.sess.state.terminal()
 }
 
 // OpenRotating opens a [RotatingSession]: a conversation with the endpoint
@@ -535,7 +553,7 @@ func (rs *RotatingSession) open(n int, opened time.Time) (*generation, error) {
 	}
 	g := &generation{
 		n: n, sess: sess, opened: opened,
-		drained: make(chan struct{}), kicked: make(chan struct{}), settled: make(chan struct{}),
+		drained: make(chan struct{}), kicked: make(chan struct{}), pumped: make(chan struct{}), settled: make(chan struct{}),
 	}
 	if _, err := sess.Response(rs.ctx); err != nil {
 		sess.Close()

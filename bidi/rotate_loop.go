@@ -58,6 +58,7 @@ func (rs *RotatingSession) rotate() {
 			}
 			reason = RotationOverlapFault
 		case <-g.sess.Context().Done():
+		case <-g.sess.state.over: // its response stream is over
 		case <-g.kicked:
 		}
 		stopTimer(timer)
@@ -149,13 +150,14 @@ func (rs *RotatingSession) finishOld(g *generation) {
 	if rs.replay == nil {
 		return
 	}
-	// The verdict is the end its pump saw, which Finish may not know yet.
+	// The verdict is the end its pump saw, which Finish may not know yet
+	// (a failed Send's error may only say that the stream is over).
 	select {
-	case <-g.kicked:
+	case <-g.pumped:
 	case <-rs.ctx.Done():
 		return
 	}
-	err := finishError(g.kickErr)
+	err := finishError(g.pumpErr)
 	if err == nil {
 		if rs.sendLock.Lock(rs.ctx, nil, nil) == nil {
 			rs.replay.answered(g.n)

@@ -48,6 +48,8 @@ func (rs *RotatingSession) pump(g *generation, after <-chan struct{}) {
 			if err == io.EOF {
 				err = ErrStreamEnded
 			}
+			g.pumpErr = err
+			close(g.pumped)
 			g.kick(err)
 		}
 		select {

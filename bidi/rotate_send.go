@@ -96,10 +96,17 @@ func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
 		}
 		var ive *InputValidationError
 		midMessage := rs.partOpen != nil
-		if midMessage && rs.ctx.Err() == nil && ctx.Err() == nil && !errors.As(err, &ive) {
+		streamOver := rs.ctx.Err() == nil && ctx.Err() == nil && !errors.As(err, &ive) && !errors.Is(err, ErrMessageInProgress)
+		if midMessage && streamOver {
 			// The message cannot be completed on another stream.
 			close(rs.partOpen)
 			rs.partOpen = nil
+		}
+		if streamOver {
+			// The stream is over (or broken). Tell the rotator before
+			// letting go of the lock, so that a rotation taking it next
+			// sees the stream as ended, not as one to finish cleanly.
+			g.kick(err)
 		}
 		rs.sendLock.Unlock()
 		switch {
@@ -108,8 +115,7 @@ func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
 		case ctx.Err() != nil, errors.As(err, &ive), errors.Is(err, ErrMessageInProgress):
 			return err
 		}
-		// The stream is over (or broken): wait for its successor.
-		g.kick(err)
+		// Wait for the successor.
 		if midMessage {
 			return err
 		}
