@@ -1,6 +1,7 @@
 package cassette
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
@@ -48,7 +49,7 @@ func appendEvent(b []byte, e *Event) []byte {
 		var ok bool
 		if b, ok = appendText(b, e.Data); !ok {
 			b = append(b[:n], `,"b64":"`...)
-			b = appendBase64(b, e.Data)
+			b = base64.StdEncoding.AppendEncode(b, e.Data)
 			b = append(b, '"')
 		}
 	}

@@ -96,18 +96,3 @@ func FuzzAppendEvent(f *testing.F) {
 		}
 	})
 }
-
-// appendBase64 encodes as encoding/base64 does, at every length.
-func TestAppendBase64(t *testing.T) {
-	src := make([]byte, 300)
-	for i := range src {
-		src[i] = byte(i*151 + 7)
-	}
-	for n := range len(src) {
-		got := appendBase64([]byte("x"), src[:n])
-		want := base64.StdEncoding.AppendEncode([]byte("x"), src[:n])
-		if !bytes.Equal(got, want) {
-			t.Fatalf("%d bytes: %s, want %s", n, got, want)
-		}
-	}
-}
