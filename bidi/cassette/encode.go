@@ -1,7 +1,6 @@
 package cassette
 
 import (
-	"encoding/base64"
 	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
@@ -49,7 +48,7 @@ func appendEvent(b []byte, e *Event) []byte {
 		var ok bool
 		if b, ok = appendText(b, e.Data); !ok {
 			b = append(b[:n], `,"b64":"`...)
-			b = base64.StdEncoding.AppendEncode(b, e.Data)
+			b = appendBase64(b, e.Data)
 			b = append(b, '"')
 		}
 	}

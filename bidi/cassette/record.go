@@ -57,6 +57,7 @@ type Recording struct {
 	ended     bool       // an end event was recorded; nothing follows
 	closed    bool       // the sink is closed
 	sinkErr   error      // the sink's first error
+	ev        Event      // the part event being written: reused, so that recording a part allocates nothing
 
 	msg     []byte // Recv's message being reassembled; owned by the receiver
 	inMsg   bool
@@ -123,7 +124,14 @@ func (r *Recording) emitLocked(e *Event) {
 func (r *Recording) sent(p bidi.Part) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.emitLocked(&Event{Kind: KindSend, Type: p.Type, Complete: p.Complete, Size: len(p.Data), Padding: -1, Data: p.Data})
+	r.emitPartLocked(KindSend, p)
+}
+
+// emitPartLocked records a part sent or received. r.mu is held.
+func (r *Recording) emitPartLocked(k Kind, p bidi.Part) {
+	r.ev = Event{Kind: k, Type: p.Type, Complete: p.Complete, Size: len(p.Data), Padding: -1, Data: p.Data}
+	r.emitLocked(&r.ev)
+	r.ev.Data = nil // the caller's bytes
 }
 
 // Send records m and sends it as [bidi.Session.Send] does. A message
@@ -204,6 +212,10 @@ func (r *Recording) Recv(ctx context.Context) (bidi.Message, error) {
 			return bidi.Message{}, err
 		}
 		if !r.inMsg {
+			if p.Complete && len(p.Data) <= r.max {
+				// A message in one part: one copy, as Session.Recv makes.
+				return bidi.Message{Data: append([]byte{}, p.Data...), Type: p.Type}, nil
+			}
 			r.msg, r.inMsg, r.msgType = r.msg[:0], true, p.Type
 		}
 		if len(r.msg)+len(p.Data) > r.max {
@@ -232,7 +244,7 @@ func (r *Recording) received(ctx context.Context, p bidi.Part, err error) {
 		}
 	}
 	if err == nil {
-		r.emitLocked(&Event{Kind: KindRecv, Type: p.Type, Complete: p.Complete, Size: len(p.Data), Padding: -1, Data: p.Data})
+		r.emitPartLocked(KindRecv, p)
 		return
 	}
 	for _, e := range endEvents(err) {

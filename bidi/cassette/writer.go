@@ -1,11 +1,10 @@
 package cassette
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -46,8 +45,9 @@ var ErrClosed = errors.New("cassette: writer closed")
 // calls. Close flushes but does not close the underlying writer.
 type Writer struct {
 	mu     sync.Mutex // guards everything below
-	bw     *bufio.Writer
-	line   []byte // the line being encoded
+	w      io.Writer
+	buf    []byte // the encoded events not yet written to w
+	size   int    // the buffer size: buf is written to w once it holds this much
 	redact func(*Event)
 	err    error // sticky write error, or ErrClosed
 }
@@ -65,19 +65,28 @@ func NewWriter(w io.Writer, opts *WriterOptions) (*Writer, error) {
 	if o.Recorded.IsZero() {
 		o.Recorded = time.Now()
 	}
-	bw := bufio.NewWriterSize(w, o.BufferSize)
-	cw := &Writer{bw: bw, redact: o.Redact}
-	h := headerLine{Cassette: Magic, Version: Version, Recorded: o.Recorded.UTC().Format(time.RFC3339), Recorder: o.Recorder}
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&h); err != nil {
-		return nil, fmt.Errorf("cassette: writing header: %w", err)
+	cw := &Writer{w: w, buf: make([]byte, 0, o.BufferSize), size: o.BufferSize, redact: o.Redact}
+	b := append(cw.buf, `{"cassette":`...)
+	b = appendQuoted(b, Magic)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, Version, 10)
+	b = appendStr(b, "recorded", o.Recorded.UTC().Format(time.RFC3339))
+	b = appendStr(b, "recorder", o.Recorder)
+	cw.buf = append(b, '}', '\n')
+	if len(cw.buf) >= cw.size {
+		if err := cw.flushLocked(); err != nil {
+			return nil, fmt.Errorf("cassette: writing header: %w", err)
+		}
 	}
 	return cw, nil
 }
 
 // Write appends e to the cassette. e is not modified (the redaction hook
 // sees a copy) and not kept. A write error is sticky.
+//
+// The event is encoded straight into the buffer; the buffer goes to the
+// underlying writer once it holds BufferSize bytes, so that a session
+// makes one write call per BufferSize bytes, not one per event.
 func (w *Writer) Write(e *Event) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -90,14 +99,31 @@ func (w *Writer) Write(e *Event) error {
 		c.Kind, c.T = e.Kind, e.T
 		e = &c
 	}
-	w.line = append(appendEvent(w.line[:0], e), '\n')
-	if _, err := w.bw.Write(w.line); err != nil {
-		w.err = fmt.Errorf("cassette: writing event: %w", err)
-	}
-	if cap(w.line) > 64<<10 {
-		w.line = nil // do not keep a large event's buffer
+	w.buf = append(appendEvent(w.buf, e), '\n')
+	if len(w.buf) >= w.size {
+		if err := w.flushLocked(); err != nil {
+			w.err = fmt.Errorf("cassette: writing event: %w", err)
+		}
 	}
 	return w.err
+}
+
+// flushLocked writes the buffer to the underlying writer and empties it,
+// dropping a buffer that a large event grew beyond twice the size.
+// w.mu is held.
+func (w *Writer) flushLocked() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	n, err := w.w.Write(w.buf)
+	if err == nil && n < len(w.buf) {
+		err = io.ErrShortWrite
+	}
+	if cap(w.buf) > 2*w.size {
+		w.buf = make([]byte, 0, w.size)
+	}
+	w.buf = w.buf[:0]
+	return err
 }
 
 // Flush writes the buffered events to the underlying writer.
@@ -107,7 +133,7 @@ func (w *Writer) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
-	if err := w.bw.Flush(); err != nil {
+	if err := w.flushLocked(); err != nil {
 		w.err = fmt.Errorf("cassette: flushing: %w", err)
 	}
 	return w.err
@@ -123,11 +149,12 @@ func (w *Writer) Close() error {
 	}
 	err := w.err
 	if err == nil {
-		if ferr := w.bw.Flush(); ferr != nil {
+		if ferr := w.flushLocked(); ferr != nil {
 			err = fmt.Errorf("cassette: flushing: %w", ferr)
 		}
 	}
 	w.err = ErrClosed
+	w.buf = nil
 	return err
 }
 
