@@ -128,7 +128,8 @@ func (st *Stream) recordReceived(p *ReceivedPart) {
 	if st.rec == nil {
 		return
 	}
-	st.rec.emit(&cassette.Event{Kind: cassette.KindSend, Type: p.Type, Complete: p.Complete, Size: len(p.Data), Padding: p.Padding, Data: p.Data})
+	// A part without P carries no padding: 0, not unknown.
+	st.rec.emit(&cassette.Event{Kind: cassette.KindSend, Type: p.Type, Complete: p.Complete, Size: len(p.Data), Padding: max(p.Padding, 0), Data: p.Data})
 }
 
 // recordSendEnd records the client's end frame.

@@ -444,3 +444,29 @@ func TestInspector(t *testing.T) {
 		t.Errorf("inspector: %+v", got)
 	}
 }
+
+// Server.Record records the length of the padding each client part
+// carried: a bucket's worth by default, 0 (not unknown) for a part
+// without P.
+func TestRecordPadding(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy bidi.PaddingPolicy
+		want   int // pad of the 5-byte part
+	}{{"default", nil, 59}, {"none", bidi.NoPadding{}, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, cassettes := recordingServer(t, biditest.Echo())
+			converse(t, srv.Client(func(o *bidi.Options) { o.Padding = tc.policy }), []bidi.Message{bidi.Text("hello")})
+			c := loadCassette(t, cassettes()[0])
+			var pads []int
+			for _, e := range c.Events {
+				if e.Kind == cassette.KindSend {
+					pads = append(pads, e.Padding)
+				}
+			}
+			if len(pads) != 1 || pads[0] != tc.want {
+				t.Errorf("recorded pads %v, want [%d]", pads, tc.want)
+			}
+		})
+	}
+}

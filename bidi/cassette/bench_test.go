@@ -50,6 +50,15 @@ func openBench(b *testing.B, srv *biditest.Server, record bool) (benchSession, f
 	}
 }
 
+// reportCPU reports the process's CPU time per operation since start
+// (the client, the recorder and the in-process server together): what a
+// host with no idle core pays.
+func reportCPU(b *testing.B, start time.Duration) {
+	if start > 0 {
+		b.ReportMetric(float64((processCPU()-start).Microseconds())/float64(b.N), "cpu-µs/op")
+	}
+}
+
 // BenchmarkPingPong sends a 1 KiB text message and waits for its echo,
 // in a plain session and in a recorded one (same run, same server); it
 // reports the round trip's p50.
@@ -72,6 +81,7 @@ func BenchmarkPingPong(b *testing.B) {
 			b.SetBytes(int64(len(msg.Data)))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := processCPU()
 			for range b.N {
 				start := time.Now()
 				if err := sess.Send(ctx, msg); err != nil {
@@ -83,6 +93,7 @@ func BenchmarkPingPong(b *testing.B) {
 				rtts = append(rtts, time.Since(start))
 			}
 			b.StopTimer()
+			reportCPU(b, cpu)
 			slices.Sort(rtts)
 			b.ReportMetric(float64(rtts[len(rtts)/2].Microseconds()), "p50-µs")
 		})
@@ -109,6 +120,7 @@ func BenchmarkStream(b *testing.B) {
 			b.SetBytes(int64(len(msg.Data)))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := processCPU()
 			sent := make(chan error, 1)
 			go func() {
 				for range b.N {
@@ -128,6 +140,7 @@ func BenchmarkStream(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
+			reportCPU(b, cpu)
 		})
 	}
 }

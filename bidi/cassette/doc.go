@@ -21,13 +21,20 @@
 //	{"t_us":1630,"kind":"exception","exception":"ModelStreamError","body":"{\"Message\":\"…\",\"ErrorCode\":\"1011\"}"}
 //	{"t_us":1631,"kind":"end","reason":"exception","close_code":1011}
 //
+// or, for a session that ended cleanly where the WebSocket close was
+// seen (through the gateway):
+//
+//	{"t_us":1631,"kind":"end","reason":"completed","close_code":1000,"close_reason":"bye"}
+//
 // "send" is a part the client sent, "recv" a part the model sent, each as
 // it travelled (PARTIAL…COMPLETE fragments are kept). A payload is stored
 // as "text" when it is UTF-8 without control characters other than tab,
 // CR and LF, else as base64 in "b64"; either way the bytes read back are
 // the bytes recorded. "size" is the payload's length and "pad" the length
 // of its padding (the P header), when known: the padded size is the
-// bucket an observer of the encrypted traffic sees. A payload masked by a
+// bucket an observer of the encrypted traffic sees (the gateway records
+// the P a client sent; [Record] the P its session's padding policy
+// gives). A payload masked by a
 // redaction hook ([WriterOptions.Redact]) is marked "redacted":true and
 // keeps its original size.
 //
@@ -43,6 +50,11 @@
 // a cassette of a later version is refused with a [*VersionError].
 // testdata/v1.jsonl is the checked-in cassette every later version must
 // keep reading.
+//
+// Additions within version 1, which older readers skip: "close_reason"
+// on the end event. A writer never bumps the version for an optional
+// member that a reader may ignore; it would for a change in the meaning
+// of an existing one.
 //
 // # Recording
 //

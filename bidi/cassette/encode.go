@@ -58,6 +58,7 @@ func appendEvent(b []byte, e *Event) []byte {
 	b = appendStr(b, "message", e.Message)
 	b = appendStr(b, "reason", e.Reason)
 	b = appendInt(b, "close_code", e.CloseCode)
+	b = appendStr(b, "close_reason", e.CloseReason)
 	b = appendStr(b, "err", e.Err)
 	return append(b, '}')
 }

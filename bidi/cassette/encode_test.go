@@ -19,7 +19,7 @@ func toLine(e *Event) eventLine {
 		Status: e.Status, Variant: e.Variant, RequestID: e.RequestID, ErrorType: e.ErrorType,
 		Exception: e.ExceptionType, Body: e.Body,
 		Code: e.Code, Message: e.Message,
-		Reason: e.Reason, CloseCode: e.CloseCode, Err: e.Err,
+		Reason: e.Reason, CloseCode: e.CloseCode, CloseReason: e.CloseReason, Err: e.Err,
 	}
 	if e.Kind == KindSend || e.Kind == KindRecv {
 		l.Type = typeBinary
@@ -70,6 +70,7 @@ func TestAppendEventMatchesJSON(t *testing.T) {
 		{Kind: KindRecv, Size: 0, Padding: -1, Data: nil, Redacted: true},
 		{Kind: KindError, Code: "c\x01", Message: "m\u2028\u2029\xff\b\f"},
 		{Kind: KindEnd, Reason: "exception", CloseCode: 1011, Err: "é✓"},
+		{Kind: KindEnd, Reason: "completed", CloseCode: 1000, CloseReason: "bye \"now\""},
 	} {
 		got := appendEvent(nil, &e)
 		if want := jsonLine(t, &e); !bytes.Equal(got, want) {

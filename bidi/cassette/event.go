@@ -50,8 +50,9 @@ const (
 	// KindError is an unmodeled mid-stream error message: Code and
 	// Message.
 	KindError Kind = "error"
-	// KindEnd is the end of the session: Reason, CloseCode and, for a
-	// failure without a modeled error, Err.
+	// KindEnd is the end of the session: Reason, CloseCode and
+	// CloseReason where known, and, for a failure without a modeled
+	// error, Err.
 	KindEnd Kind = "end"
 )
 
@@ -103,9 +104,14 @@ type Event struct {
 	Code, Message string
 
 	// KindEnd.
-	Reason    string
-	CloseCode int // the WebSocket close code a ModelStreamError carried, or 0
-	Err       string
+	Reason string
+	// CloseCode is the WebSocket close code the session ended with, when
+	// known, or 0: the one a ModelStreamError carried, or the close of the
+	// model's WebSocket a gateway saw (1000 for a clean end, say).
+	CloseCode int
+	// CloseReason is the reason text of that close, when known.
+	CloseReason string
+	Err         string
 }
 
 // Part returns the part a KindSend or KindRecv event holds.

@@ -47,9 +47,10 @@ type eventLine struct {
 	Code    string `json:"code,omitempty"`
 	Message string `json:"message,omitempty"`
 
-	Reason    string `json:"reason,omitempty"`
-	CloseCode int    `json:"close_code,omitempty"`
-	Err       string `json:"err,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	CloseCode   int    `json:"close_code,omitempty"`
+	CloseReason string `json:"close_reason,omitempty"`
+	Err         string `json:"err,omitempty"`
 }
 
 // Wire names of DataType and CompletionState, as in the PayloadPart
@@ -85,7 +86,7 @@ func fromLine(l *eventLine) (Event, error) {
 		Status: l.Status, Variant: l.Variant, RequestID: l.RequestID, ErrorType: l.ErrorType,
 		ExceptionType: l.Exception, Body: l.Body,
 		Code: l.Code, Message: l.Message,
-		Reason: l.Reason, CloseCode: l.CloseCode, Err: l.Err,
+		Reason: l.Reason, CloseCode: l.CloseCode, CloseReason: l.CloseReason, Err: l.Err,
 		Padding: -1,
 	}
 	switch e.Kind {

@@ -23,6 +23,12 @@ type RecordOptions struct {
 	// sends it in, so that a replay matches the parts that travel. 0
 	// means bidi.DefaultMaxPartSize.
 	MaxPartSize int
+	// Padding is the client's Options.Padding: [Recording.Send] and
+	// [Recording.SendPart] record the length of each part's padding (the
+	// "pad" of the cassette, never its bytes) as this policy gives it.
+	// Nil means bidi.BucketPadding, the client's default; set it when the
+	// client's differs.
+	Padding bidi.PaddingPolicy
 	// Now is the clock of the event times. Nil means time.Now.
 	Now func() time.Time
 }
@@ -50,6 +56,7 @@ type Recording struct {
 	start time.Time
 	max   int
 	part  int
+	pad   bidi.PaddingPolicy
 
 	mu        sync.Mutex // guards the fields below and orders the sink's events
 	responded bool       // a response event was recorded
@@ -81,7 +88,10 @@ func Record(sess *bidi.Session, in *bidi.OpenInput, sink Sink, opts *RecordOptio
 	if o.MaxPartSize <= 0 {
 		o.MaxPartSize = bidi.DefaultMaxPartSize
 	}
-	r := &Recording{sess: sess, sink: sink, now: o.Now, start: o.Now(), max: o.MaxMessageSize, part: o.MaxPartSize}
+	if o.Padding == nil {
+		o.Padding = bidi.BucketPadding{}
+	}
+	r := &Recording{sess: sess, sink: sink, now: o.Now, start: o.Now(), max: o.MaxMessageSize, part: o.MaxPartSize, pad: o.Padding}
 	open := Event{Kind: KindOpen}
 	if in != nil {
 		open.Endpoint, open.TargetVariant = in.EndpointName, in.TargetVariant
@@ -122,14 +132,16 @@ func (r *Recording) emitLocked(e *Event) {
 
 // sent records a part about to be sent.
 func (r *Recording) sent(p bidi.Part) {
+	pad := min(max(r.pad.PadLen(len(p.Data)), 0), bidi.MaxPadding) // as the session clamps it
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.emitPartLocked(KindSend, p)
+	r.emitPartLocked(KindSend, p, pad)
 }
 
-// emitPartLocked records a part sent or received. r.mu is held.
-func (r *Recording) emitPartLocked(k Kind, p bidi.Part) {
-	r.ev = Event{Kind: k, Type: p.Type, Complete: p.Complete, Size: len(p.Data), Padding: -1, Data: p.Data}
+// emitPartLocked records a part sent or received with pad bytes of
+// padding (-1: not known). r.mu is held.
+func (r *Recording) emitPartLocked(k Kind, p bidi.Part, pad int) {
+	r.ev = Event{Kind: k, Type: p.Type, Complete: p.Complete, Size: len(p.Data), Padding: pad, Data: p.Data}
 	r.emitLocked(&r.ev)
 	r.ev.Data = nil // the caller's bytes
 }
@@ -244,7 +256,7 @@ func (r *Recording) received(ctx context.Context, p bidi.Part, err error) {
 		}
 	}
 	if err == nil {
-		r.emitPartLocked(KindRecv, p)
+		r.emitPartLocked(KindRecv, p, -1)
 		return
 	}
 	for _, e := range endEvents(err) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -160,5 +161,74 @@ func TestRecordClose(t *testing.T) {
 	}
 	if _, err := rec.Recv(context.Background()); err == nil || err == io.EOF {
 		t.Errorf("Recv after Close = %v", err)
+	}
+}
+
+// A recording's send events carry the padding length the session gave
+// each part (what the server received in P; 0 where there was none), as
+// the client's padding policy decides it; received parts' is unknown.
+func TestRecordPadding(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	msgs := []bidi.Message{bidi.Text(""), bidi.Text("hello"), bidi.Binary(make([]byte, 1500)), bidi.Text(string(bytes.Repeat([]byte("x"), 20000)))}
+	for _, tc := range []struct {
+		name   string
+		policy bidi.PaddingPolicy // the client's and the recording's; nil: the defaults
+	}{
+		{"default", nil},
+		{"fixed-100", bidi.FixedBucket(100)},
+		{"none", bidi.NoPadding{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := biditest.NewServer(biditest.Echo())
+			defer model.Close()
+			var file bytes.Buffer
+			w, _ := cassette.NewWriter(&file, nil)
+			sess, err := model.Client(func(o *bidi.Options) { o.Padding = tc.policy }).Open(ctx, &bidi.OpenInput{EndpointName: "pad"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := cassette.Record(sess, nil, w, &cassette.RecordOptions{Padding: tc.policy})
+			for _, m := range msgs {
+				if err := rec.Send(ctx, m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec.CloseSend()
+			for {
+				if _, err := rec.Recv(ctx); err != nil {
+					break
+				}
+			}
+			rec.Close()
+			c, err := cassette.Load(&file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var recorded, recvPads []int
+			for _, e := range c.Events {
+				switch e.Kind {
+				case cassette.KindSend:
+					recorded = append(recorded, e.Padding)
+				case cassette.KindRecv:
+					recvPads = append(recvPads, e.Padding)
+				}
+			}
+			var wire []int
+			for _, p := range model.Streams()[0].Received() {
+				wire = append(wire, max(p.Padding, 0))
+			}
+			if len(recorded) != len(msgs) || !slices.Equal(recorded, wire) {
+				t.Errorf("recorded pads %v, the server received %v", recorded, wire)
+			}
+			if tc.policy == nil && recorded[1] != 59 {
+				t.Errorf("a 5-byte part recorded with %d bytes of padding, want 59 (a 64-byte bucket)", recorded[1])
+			}
+			for _, p := range recvPads {
+				if p != -1 {
+					t.Errorf("a received part recorded with padding %d, want -1 (unknown)", p)
+				}
+			}
+		})
 	}
 }
