@@ -9,10 +9,12 @@ import (
 
 // An Inspector is a live web view of a Server's streams, for debugging
 // a test in a browser: the streams as they run (state, timings, response
-// head, end and close code) and each one's messages (direction, type,
-// size, fragment, padding bucket, errors, a payload preview), each
-// downloadable as a cassette. It is the page of the local gateway's
-// -inspect flag.
+// head, end, close code and reason) and each one's messages (direction,
+// type, size, fragment, padding bucket, errors, a payload preview), each
+// downloadable as a cassette of sizes and timings: the Inspector keeps no
+// payloads, so every part of a download is marked redacted (record to a
+// cassette.Writer as well for the payloads). It is the page of the local
+// gateway's -inspect flag.
 //
 // Record it from a Server and serve it, on loopback only (it refuses
 // other clients and Host headers):

@@ -1,9 +1,13 @@
 // Package inspect is a live view of bidirectional streaming sessions: a
 // bounded in-memory [Store] fed through cassette sinks (one per session)
 // and a local web page listing the sessions as they run (state, timings,
-// response head, end and close code) and each session's messages
-// (direction, type, size, fragment, padding bucket, errors, an optional
-// payload preview), with every session downloadable as a cassette.
+// response head, end, WebSocket close code and reason) and each session's
+// messages (direction, type, size, fragment, padding bucket, errors, an
+// optional payload preview), with every session downloadable as a
+// cassette: the session's cassette file when it was recorded to one,
+// else a cassette rebuilt from the store, which keeps no payloads, marked
+// as such (every part redacted, the recorder [RedactedRecorder], a name
+// ending in "-redacted.jsonl", and the page says so).
 //
 // The local gateway (examples/gateway -inspect ADDR) serves it; biditest
 // could, through Server.Record. It is internal so that its page and API

@@ -74,24 +74,36 @@ func loopbackHost(host string) bool {
 
 // SessionInfo is a session as the API lists it.
 type SessionInfo struct {
-	ID         uint64   `json:"id"`
-	Started    string   `json:"started"` // UTC, hh:mm:ss.mmm
-	Endpoint   string   `json:"endpoint"`
-	State      string   `json:"state"` // "open" or "ended"
-	Status     int      `json:"status,omitempty"`
-	Variant    string   `json:"variant,omitempty"`
-	RequestID  string   `json:"request_id,omitempty"`
-	DurationMS float64  `json:"duration_ms"`
-	Sent       int      `json:"sent"`
-	Received   int      `json:"received"`
-	SentB      int64    `json:"sent_bytes"`
-	ReceivedB  int64    `json:"received_bytes"`
-	Messages   int      `json:"messages"`
-	Dropped    int      `json:"dropped,omitempty"`
-	EndReason  string   `json:"end_reason,omitempty"`
-	CloseCode  int      `json:"close_code,omitempty"`
-	Errors     []string `json:"errors,omitempty"`
+	ID         uint64  `json:"id"`
+	Started    string  `json:"started"` // UTC, hh:mm:ss.mmm
+	Endpoint   string  `json:"endpoint"`
+	State      string  `json:"state"` // "open" or "ended"
+	Status     int     `json:"status,omitempty"`
+	Variant    string  `json:"variant,omitempty"`
+	RequestID  string  `json:"request_id,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+	Sent       int     `json:"sent"`
+	Received   int     `json:"received"`
+	SentB      int64   `json:"sent_bytes"`
+	ReceivedB  int64   `json:"received_bytes"`
+	Messages   int     `json:"messages"`
+	Dropped    int     `json:"dropped,omitempty"`
+	EndReason  string  `json:"end_reason,omitempty"`
+	CloseCode  int     `json:"close_code,omitempty"`
+	// CloseReason is the reason of the WebSocket close, where known.
+	CloseReason string   `json:"close_reason,omitempty"`
+	Errors      []string `json:"errors,omitempty"`
+	// Cassette says what a download holds: "file", the session's cassette
+	// file with its payloads, or "redacted", a cassette rebuilt from the
+	// store with sizes but no payloads (every part marked redacted).
+	Cassette string `json:"cassette"`
 }
+
+// What a session's download holds (SessionInfo.Cassette).
+const (
+	CassetteFile     = "file"
+	CassetteRedacted = "redacted"
+)
 
 // MessageInfo is a message as the API lists it.
 type MessageInfo struct {
@@ -117,8 +129,17 @@ func (s *session) info() SessionInfo {
 		ID: s.id, Started: s.started.UTC().Format("15:04:05.000"), Endpoint: s.endpoint, State: state,
 		Status: s.status, Variant: s.variant, RequestID: s.requestID, DurationMS: float64(s.lastT) / 1000,
 		Sent: s.sent, Received: s.recvd, SentB: s.sentB, ReceivedB: s.recvdB, Messages: s.n, Dropped: s.dropped,
-		EndReason: s.endReason, CloseCode: s.closeCode, Errors: append([]string(nil), s.errs...),
+		EndReason: s.endReason, CloseCode: s.closeCode, CloseReason: s.closeWhy, Errors: append([]string(nil), s.errs...),
+		Cassette: s.cassette(),
 	}
+}
+
+// cassette returns what the session's download holds.
+func (s *session) cassette() string {
+	if s.file != "" {
+		return CassetteFile
+	}
+	return CassetteRedacted
 }
 
 func (m *message) info() MessageInfo {
@@ -213,7 +234,9 @@ func (st *Store) serveSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveCassette serves the session's cassette file, or rebuilds one
-// from the store (payloads marked redacted: the store keeps none).
+// from the store: the store keeps no payloads, so every part of it is
+// marked redacted, its header's recorder is RedactedRecorder, and its
+// name ends in "-redacted.jsonl".
 func (st *Store) serveCassette(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
 	if err != nil {
@@ -228,7 +251,11 @@ func (st *Store) serveCassette(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="session-%d.jsonl"`, id))
+	name := fmt.Sprintf("session-%d.jsonl", id)
+	if s.file == "" {
+		name = fmt.Sprintf("session-%d-redacted.jsonl", id)
+	}
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	if s.file != "" {
 		file := s.file
 		st.mu.Unlock()
@@ -244,7 +271,7 @@ func (st *Store) serveCassette(w http.ResponseWriter, r *http.Request) {
 	events := s.events()
 	started := s.started
 	st.mu.Unlock()
-	cw, err := cassette.NewWriter(w, &cassette.WriterOptions{Recorder: "inspect", Recorded: started})
+	cw, err := cassette.NewWriter(w, &cassette.WriterOptions{Recorder: RedactedRecorder, Recorded: started})
 	if err != nil {
 		return
 	}
@@ -253,6 +280,10 @@ func (st *Store) serveCassette(w http.ResponseWriter, r *http.Request) {
 	}
 	cw.Close()
 }
+
+// RedactedRecorder is the Header.Recorder of a cassette the inspector
+// rebuilt from its store: sizes, timings and ends, no payloads.
+const RedactedRecorder = "inspect (payloads redacted)"
 
 // events rebuilds the session's events from the store. st.mu is held.
 func (s *session) events() []cassette.Event {
@@ -284,7 +315,7 @@ func (s *session) events() []cassette.Event {
 		out = append(out, e)
 	}
 	if s.ended {
-		out = append(out, cassette.Event{Kind: cassette.KindEnd, T: time.Duration(s.lastT) * time.Microsecond, Reason: s.endReason, CloseCode: s.closeCode})
+		out = append(out, cassette.Event{Kind: cassette.KindEnd, T: time.Duration(s.lastT) * time.Microsecond, Reason: s.endReason, CloseCode: s.closeCode, CloseReason: s.closeWhy})
 	}
 	return out
 }

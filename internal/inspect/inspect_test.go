@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -258,4 +261,97 @@ func TestPageThousandSessions(t *testing.T) {
 	}
 	path := chromiumtest.Screenshot(t, srv.URL+"/#session=1", "inspector-1000.png", time.Second)
 	t.Logf("screenshot: %s", path)
+}
+
+// get returns the body and the Content-Disposition of a GET.
+func get(t *testing.T, url string) ([]byte, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
+	}
+	return body, resp.Header.Get("Content-Disposition")
+}
+
+// A WebSocket close is shown with its code and reason, on the list, on
+// the page and in a download. A session recorded to no file downloads
+// as a cassette marked redacted (its name, its recorder, every part);
+// one recorded to a file downloads as that file.
+func TestCloseReasonAndRedactedDownload(t *testing.T) {
+	st := inspect.NewStore(nil)
+	end := cassette.Event{Kind: cassette.KindEnd, T: 5 * time.Millisecond, Reason: cassette.EndCompleted, CloseCode: 1000, CloseReason: "bye <now>"}
+	events := []cassette.Event{
+		{Kind: cassette.KindOpen, Endpoint: "e"},
+		{Kind: cassette.KindResponse, T: time.Millisecond, Status: 200},
+		{Kind: cassette.KindSend, T: 2 * time.Millisecond, Type: bidi.DataTypeUTF8, Complete: true, Size: 5, Padding: 59, Data: []byte("hello")},
+		{Kind: cassette.KindRecv, T: 3 * time.Millisecond, Type: bidi.DataTypeUTF8, Complete: true, Size: 5, Padding: -1, Data: []byte("hello")},
+		end,
+	}
+	file := filepath.Join(t.TempDir(), "recorded.jsonl")
+	var recorded bytes.Buffer
+	cw, _ := cassette.NewWriter(&recorded, &cassette.WriterOptions{Recorder: "gateway"})
+	for _, sink := range []cassette.Sink{st.Sink(""), cassette.Tee(st.Sink(file), cw)} {
+		for i := range events {
+			sink.Write(&events[i])
+		}
+		sink.Close()
+	}
+	if err := os.WriteFile(file, recorded.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(st.Handler())
+	defer srv.Close()
+
+	var list []inspect.SessionInfo
+	getJSON(t, srv.URL+"/api/sessions", &list)
+	if len(list) != 2 {
+		t.Fatalf("%d sessions", len(list))
+	}
+	withFile, storeOnly := list[0], list[1]
+	for _, s := range list {
+		if s.EndReason != cassette.EndCompleted || s.CloseCode != 1000 || s.CloseReason != "bye <now>" {
+			t.Errorf("session %d: end %q, close %d %q", s.ID, s.EndReason, s.CloseCode, s.CloseReason)
+		}
+	}
+	if storeOnly.Cassette != inspect.CassetteRedacted || withFile.Cassette != inspect.CassetteFile {
+		t.Errorf("downloads: store-only %q, with a file %q", storeOnly.Cassette, withFile.Cassette)
+	}
+	page, _ := get(t, srv.URL+"/")
+	if !bytes.Contains(page, []byte(`<td title="bye &lt;now&gt;">1000 bye &lt;now&gt;<td`)) {
+		t.Errorf("the page does not show the close code and reason:\n%s", page)
+	}
+
+	body, disp := get(t, srv.URL+"/sessions/"+strconv.FormatUint(storeOnly.ID, 10)+"/cassette")
+	if !strings.Contains(disp, `-redacted.jsonl"`) {
+		t.Errorf("a rebuilt cassette downloads as %q", disp)
+	}
+	c, err := cassette.Load(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Header.Recorder != inspect.RedactedRecorder {
+		t.Errorf("a rebuilt cassette's recorder is %q", c.Header.Recorder)
+	}
+	parts := 0
+	for _, e := range c.Events {
+		if e.Kind == cassette.KindSend || e.Kind == cassette.KindRecv {
+			parts++
+			if !e.Redacted || len(e.Data) != 0 || e.Size != 5 {
+				t.Errorf("a rebuilt part: redacted %v, %d bytes, size %d", e.Redacted, len(e.Data), e.Size)
+			}
+		}
+	}
+	if last := c.Events[len(c.Events)-1]; parts != 2 || last.CloseCode != 1000 || last.CloseReason != "bye <now>" {
+		t.Errorf("rebuilt cassette: %d parts, end %+v", parts, last)
+	}
+
+	body, disp = get(t, srv.URL+"/sessions/"+strconv.FormatUint(withFile.ID, 10)+"/cassette")
+	if strings.Contains(disp, "redacted") || !bytes.Equal(body, recorded.Bytes()) {
+		t.Errorf("a session with a file downloads as %q, %d bytes (the file has %d)", disp, len(body), recorded.Len())
+	}
 }

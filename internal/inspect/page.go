@@ -26,8 +26,8 @@ h1{font-size:15px;margin:8px}
 </style></head>
 <body data-sessions="{{.Total}}">
 <div id="left"><h1>Sessions <span id="count">{{.Total}}</span></h1>
-<table id="sessions"><colgroup><col style="width:3.5em"><col style="width:7.5em"><col style="width:11em"><col style="width:4.5em"><col style="width:3.5em"><col style="width:7em"><col style="width:5em"><col style="width:3.5em"><col style="width:3.5em"><col style="width:6.5em"><col style="width:3.5em"><col></colgroup><thead><tr><th>#</th><th>started</th><th>endpoint</th><th>state</th><th>status</th><th>variant</th><th>ms</th><th>sent</th><th>recv</th><th>end</th><th>close</th><th>errors</th></tr></thead>
-<tbody>{{range .Rows}}<tr class="session" data-id="{{.ID}}"><td>{{.ID}}<td>{{.Started}}<td>{{.Endpoint}}<td class="{{.State}}">{{.State}}<td>{{if .Status}}{{.Status}}{{end}}<td>{{.Variant}}<td>{{printf "%.1f" .DurationMS}}<td>{{.Sent}}<td>{{.Received}}<td>{{.EndReason}}<td>{{if .CloseCode}}{{.CloseCode}}{{end}}<td class="err">{{range .Errors}}{{.}} {{end}}
+<table id="sessions"><colgroup><col style="width:3.5em"><col style="width:7.5em"><col style="width:11em"><col style="width:4.5em"><col style="width:3.5em"><col style="width:7em"><col style="width:5em"><col style="width:3.5em"><col style="width:3.5em"><col style="width:6.5em"><col style="width:7em"><col></colgroup><thead><tr><th>#</th><th>started</th><th>endpoint</th><th>state</th><th>status</th><th>variant</th><th>ms</th><th>sent</th><th>recv</th><th>end</th><th>close</th><th>errors</th></tr></thead>
+<tbody>{{range .Rows}}<tr class="session" data-id="{{.ID}}"><td>{{.ID}}<td>{{.Started}}<td>{{.Endpoint}}<td class="{{.State}}">{{.State}}<td>{{if .Status}}{{.Status}}{{end}}<td>{{.Variant}}<td>{{printf "%.1f" .DurationMS}}<td>{{.Sent}}<td>{{.Received}}<td>{{.EndReason}}<td title="{{.CloseReason}}">{{if .CloseCode}}{{.CloseCode}}{{end}}{{if .CloseReason}} {{.CloseReason}}{{end}}<td class="err">{{range .Errors}}{{.}} {{end}}
 {{end}}</tbody></table></div>
 <div id="right"><h1 id="title">Select a session</h1><p><a id="download" hidden>download the cassette</a></p>
 <table id="messages"><thead><tr><th class="num">ms</th><th>dir</th><th>kind</th><th>type</th><th class="num">size</th><th class="num">frag</th><th>state</th><th class="num">pad</th><th class="num">bucket</th><th>preview</th></tr></thead><tbody></tbody></table></div>
@@ -36,6 +36,8 @@ h1{font-size:15px;margin:8px}
 let selected = 0;
 const maxRows = 10000; // messages shown per session
 function cell(tr, text, cls) { const td = document.createElement("td"); td.textContent = text; if (cls) td.className = cls; tr.appendChild(td); return td; }
+// closeText is a session's WebSocket close: its code and reason, where known.
+function closeText(s) { return [s.close_code || "", s.close_reason || ""].filter((x) => x !== "").join(" "); }
 function renderSessions(list) {
   const body = document.querySelector("#sessions tbody");
   const rows = [];
@@ -46,7 +48,7 @@ function renderSessions(list) {
     cell(tr, s.id); cell(tr, s.started); cell(tr, s.endpoint); cell(tr, s.state, s.state);
     cell(tr, s.status || ""); cell(tr, s.variant || ""); cell(tr, s.duration_ms.toFixed(1));
     cell(tr, s.sent); cell(tr, s.received); cell(tr, s.end_reason || "");
-    cell(tr, s.close_code || ""); cell(tr, (s.errors || []).join(" "), "err");
+    cell(tr, closeText(s)).title = s.close_reason || ""; cell(tr, (s.errors || []).join(" "), "err");
     rows.push(tr);
   }
   body.replaceChildren(...rows);
@@ -76,11 +78,13 @@ async function loadSession(id) {
     from = page.next;
   }
   document.getElementById("title").textContent = "Session " + id + " · " + info.endpoint + " · " + info.state +
-    (info.end_reason ? " (" + info.end_reason + (info.close_code ? " " + info.close_code : "") + ")" : "") +
+    (info.end_reason ? " (" + [info.end_reason, closeText(info)].filter((x) => x !== "").join(" ") + ")" : "") +
     (info.messages > out.length ? " · first " + out.length + " of " + info.messages + " messages (download the cassette for all)" : "");
   document.querySelector("#messages tbody").replaceChildren(...out);
   const a = document.getElementById("download");
   a.href = "sessions/" + id + "/cassette"; a.hidden = false;
+  a.textContent = info.cassette === "redacted" ? "download the cassette (redacted: sizes and timings, no payloads)" : "download the cassette";
+  a.dataset.cassette = info.cassette;
   document.body.dataset.messages = out.length;
 }
 async function refresh() {

@@ -18,6 +18,9 @@ const (
 	maxErrors = 8
 	// maxErrorLen bounds each error text.
 	maxErrorLen = 512
+	// maxCloseReason bounds a close reason: a WebSocket close frame holds
+	// at most 123 bytes of it.
+	maxCloseReason = 123
 	// chunkLen is the number of messages per storage chunk.
 	chunkLen = 256
 )
@@ -27,8 +30,8 @@ const (
 	// MessageBytes is the memory a stored message takes.
 	MessageBytes = 64
 	// SessionBytes bounds the memory of a session beyond its messages:
-	// its fields, strings (endpoint, request id, variant, file: at most
-	// 1 KiB together) and error texts.
+	// its fields, strings (endpoint, request id, variant, error type,
+	// close reason, file: at most 1 KiB together) and error texts.
 	SessionBytes = 1024 + 256 + maxErrors*maxErrorLen
 )
 
@@ -86,6 +89,7 @@ type session struct {
 	evicted   bool // dropped from the store: its sink stores nothing more
 	endReason string
 	closeCode int
+	closeWhy  string // the close reason, at most maxCloseReason bytes
 	lastT     int64 // µs of the latest event
 
 	chunks  []*[chunkLen]message
@@ -201,7 +205,7 @@ func (k *sink) Write(e *cassette.Event) error {
 		}
 		return nil
 	case cassette.KindEnd:
-		s.ended, s.endReason, s.closeCode = true, e.Reason, e.CloseCode
+		s.ended, s.endReason, s.closeCode, s.closeWhy = true, clip(e.Reason, 32), e.CloseCode, clip(e.CloseReason, maxCloseReason)
 		if e.Err != "" {
 			s.addErr(e.Err)
 		}
