@@ -90,7 +90,7 @@ type session struct {
 	endReason string
 	closeCode int
 	closeWhy  string // the close reason, at most maxCloseReason bytes
-	lastT     int64 // µs of the latest event
+	lastT     int64  // µs of the latest event
 
 	chunks  []*[chunkLen]message
 	n       int // messages stored
