@@ -248,7 +248,7 @@ func TestRecordReplayInspect(t *testing.T) {
 		if n := strings.Count(dom, `<tr class="session`); n != 3 {
 			t.Errorf("the inspector lists %d sessions, want 3", n)
 		}
-		for _, want := range []string{`class="message send`, `class="message recv`, "PARTIAL", "COMPLETE", "← model", "→ model", `class="ended"`, "completed"} {
+		for _, want := range []string{`class="message send`, `class="message recv`, "PARTIAL", "COMPLETE", "← model", "→ model", `class="ended"`, "completed", "<td title=\"\">1000</td>"} {
 			if !strings.Contains(dom, want) {
 				t.Errorf("the inspector's page lacks %q", want)
 			}
@@ -289,6 +289,13 @@ func TestRecordReplayInspect(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, want := scenarios[i], recs[i]
+		// The gateway saw the WebSocket close, which the client is not
+		// told of on a clean end: 1000 answering the gateway's close
+		// after the client's end, 1011 "boom" from the container.
+		end := c.Events[len(c.Events)-1]
+		if wantCode, wantReason := []int{1000, 1011}[i], []string{"", "boom"}[i]; end.Kind != cassette.KindEnd || end.CloseCode != wantCode || end.CloseReason != wantReason {
+			t.Errorf("%s: recorded end %+v, want close %d %q", s.name, end, wantCode, wantReason)
+		}
 		t.Run(s.name, func(t *testing.T) {
 			var worst, early time.Duration
 			for attempt := range 5 { // a loaded machine can stall one replay

@@ -97,7 +97,10 @@ type Config struct {
 
 	// Record, if set, records every session: it is called before the
 	// session is served and returns the sink of its cassette events (see
-	// biditest.Server.Record), or nil.
+	// biditest.Server.Record), or nil. The end event carries the close
+	// code and reason of the container's WebSocket (or the code the
+	// gateway closed it with), which a client that reads a clean end is
+	// not told.
 	Record func(st *biditest.Stream) cassette.Sink
 }
 
@@ -176,7 +179,9 @@ func start(cfg Config) (*Gateway, error) {
 		srv.Credentials = cfg.Credentials
 	}
 	srv.Region = cfg.Region
-	srv.Record = cfg.Record
+	if cfg.Record != nil {
+		srv.Record = h.recordWith(cfg.Record)
+	}
 	srv.MaxRecorded = -1 // keep no parts: the gateway makes no assertions
 	srv.ProductionVariant = h.opts.Variant
 	switch {

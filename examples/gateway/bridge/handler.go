@@ -41,7 +41,8 @@ type Handler struct {
 	maxStreamAge time.Duration // the server's, for the log; set by Start
 
 	mu       sync.Mutex
-	sessions map[*session]struct{} // running sessions, for Abort
+	sessions map[*session]struct{}           // running sessions, for Abort
+	closes   map[*biditest.Stream]*closeSink // recorded sessions (Config.Record), by stream
 }
 
 // NewHandler returns a Handler configured by opts, or an error if the
@@ -146,6 +147,8 @@ func (h *Handler) ServeBidi(st *biditest.Stream) {
 	h.track(s, true)
 	o := s.run()
 	h.track(s, false)
+	code, reason := s.closeSeen(o)
+	h.noteClose(st, code, reason)
 	switch {
 	case o.clean || s.clientGone.Load():
 	case o.internal:

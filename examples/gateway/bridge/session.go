@@ -56,6 +56,12 @@ type session struct {
 
 	writers sync.WaitGroup // writer and pinger
 
+	// The container's close frame, once read; owned by the handler
+	// goroutine (readLoop, then ServeBidi).
+	peerClosed bool
+	peerCode   int
+	peerReason string
+
 	// Counters for the end-of-session log line.
 	partsUp, bytesUp, partsDown, bytesDown atomic.Int64
 }
@@ -234,11 +240,23 @@ func (s *session) closeReceived(payload []byte) outcome {
 		errors.As(err, &pe)
 		return s.end(protocolViolation(pe), wsframe.ClosePayload(wsframe.CloseProtocolError, ""))
 	}
+	s.peerClosed, s.peerCode, s.peerReason = true, code, reason
 	echo := []byte{} // not nil: a close frame without a code is answered likewise
 	if code != wsframe.CloseNoStatus {
 		echo = []byte{payload[0], payload[1]}
 	}
 	return s.end(containerClosed(code, reason), echo)
+}
+
+// closeSeen returns the WebSocket close the session ended with, for its
+// recording: the container's close frame (its answer to the gateway's, or
+// its own), else the code of o, which the gateway closed or failed with.
+// Call it after run.
+func (s *session) closeSeen(o outcome) (code int, reason string) {
+	if s.peerClosed {
+		return s.peerCode, s.peerReason
+	}
+	return o.code, ""
 }
 
 // readFailed turns a read error into the outcome: the one already in
