@@ -43,11 +43,6 @@
 // request or chunk signatures, or the contents of the padding: recorders
 // have no field for them.
 //
-// Binary payloads are written in base64 six bytes per 64-bit load (about
-// 2.4 times as fast as encoding/base64, which writes the same text), so
-// that recording a binary stream costs little CPU beside the session's
-// own.
-//
 // # Versions
 //
 // [Version] is the format version this package writes. A reader accepts
