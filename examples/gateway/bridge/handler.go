@@ -40,6 +40,9 @@ type Handler struct {
 
 	maxStreamAge time.Duration // the server's, for the log; set by Start
 
+	// mu guards sessions and closes. closeSink.Close takes it under the
+	// biditest recorder's lock, so nothing may call into a stream while
+	// holding it.
 	mu       sync.Mutex
 	sessions map[*session]struct{}           // running sessions, for Abort
 	closes   map[*biditest.Stream]*closeSink // recorded sessions (Config.Record), by stream
