@@ -26,7 +26,7 @@ h1{font-size:15px;margin:8px}
 </style></head>
 <body data-sessions="{{.Total}}">
 <div id="left"><h1>Sessions <span id="count">{{.Total}}</span></h1>
-<table id="sessions"><colgroup><col style="width:3.5em"><col style="width:7.5em"><col style="width:11em"><col style="width:4.5em"><col style="width:3.5em"><col style="width:7em"><col style="width:5em"><col style="width:3.5em"><col style="width:3.5em"><col style="width:6.5em"><col style="width:7em"><col></colgroup><thead><tr><th>#</th><th>started</th><th>endpoint</th><th>state</th><th>status</th><th>variant</th><th>ms</th><th>sent</th><th>recv</th><th>end</th><th>close</th><th>errors</th></tr></thead>
+<table id="sessions"><colgroup><col style="width:3em"><col style="width:7.5em"><col style="width:9em"><col style="width:4.5em"><col style="width:3.5em"><col style="width:6em"><col style="width:4em"><col style="width:3em"><col style="width:3em"><col style="width:6.5em"><col style="width:5.5em"><col></colgroup><thead><tr><th>#</th><th>started</th><th>endpoint</th><th>state</th><th>status</th><th>variant</th><th>ms</th><th>sent</th><th>recv</th><th>end</th><th>close</th><th>errors</th></tr></thead>
 <tbody>{{range .Rows}}<tr class="session" data-id="{{.ID}}"><td>{{.ID}}<td>{{.Started}}<td>{{.Endpoint}}<td class="{{.State}}">{{.State}}<td>{{if .Status}}{{.Status}}{{end}}<td>{{.Variant}}<td>{{printf "%.1f" .DurationMS}}<td>{{.Sent}}<td>{{.Received}}<td>{{.EndReason}}<td title="{{.CloseReason}}">{{if .CloseCode}}{{.CloseCode}}{{end}}{{if .CloseReason}} {{.CloseReason}}{{end}}<td class="err">{{range .Errors}}{{.}} {{end}}
 {{end}}</tbody></table></div>
 <div id="right"><h1 id="title">Select a session</h1><p><a id="download" hidden>download the cassette</a></p>
