@@ -89,6 +89,7 @@ func FuzzAppendEvent(f *testing.F) {
 			{Kind: KindOpen, Endpoint: s, QueryString: body},
 			{Kind: KindRecv, Type: bidi.DataTypeUTF8, Size: len(data), Padding: -1, Data: data},
 			{Kind: KindException, ExceptionType: s, Body: body},
+			{Kind: KindEnd, Reason: s, CloseCode: len(data), CloseReason: body},
 		} {
 			got := appendEvent(nil, &e)
 			if want := jsonLine(t, &e); !bytes.Equal(got, want) {
