@@ -53,28 +53,34 @@ func Available(t testing.TB) bool {
 }
 
 // timeout bounds one Chromium run (its start is slow on a loaded
-// machine); a run that does not finish in time is tried once more, as
-// headless Chromium now and then hangs at exit under load.
-const timeout = 45 * time.Second
+// machine); a run that does not finish in time is killed with its
+// process group and tried again, up to attempts runs, as headless
+// Chromium now and then hangs at exit under load.
+const (
+	timeout  = 45 * time.Second
+	attempts = 3
+)
 
-// output runs Chromium with args and returns its standard output, trying
-// twice.
+// output runs Chromium with args and returns its standard output.
 func output(t testing.TB, bin string, args []string) ([]byte, error) {
 	t.Helper()
 	var err error
-	for attempt := range 2 {
+	for attempt := range attempts {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		cmd := exec.CommandContext(ctx, bin, args...)
+		ownProcessGroup(cmd)
+		cmd.WaitDelay = 5 * time.Second
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		var out []byte
 		out, err = cmd.Output()
+		killProcessGroup(cmd)
 		timedOut := ctx.Err() != nil
 		cancel()
 		if err == nil {
 			return out, nil
 		}
-		if !timedOut || attempt == 1 {
+		if !timedOut || attempt == attempts-1 {
 			break
 		}
 		t.Logf("chromium did not finish within %v; trying again", timeout)
