@@ -197,7 +197,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			obs.end(code, KindOpenRefused)
 			return
 		}
-		ws, aerr := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+		ws, aerr := websocket.Accept(smallBufWriter{w}, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 		if aerr == nil {
 			ws.Close(code, reason)
 		}
@@ -206,7 +206,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := newCall(h, r, model, ctx, cancel, obs)
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	ws, err := websocket.Accept(smallBufWriter{w}, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // checked above, before anything was opened
 		OnPingReceived:     c.onPing,
 	})
