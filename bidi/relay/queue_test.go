@@ -138,3 +138,65 @@ func TestQueueSpawnsOneConsumer(t *testing.T) {
 	q2.close()
 	want(3)
 }
+
+// A producer claims only an open, empty queue without a consumer; while
+// it holds the claim, pushes queue and spawn nothing; unclaim reports the
+// work that arrived meanwhile and keeps the claim for it.
+func TestQueueClaim(t *testing.T) {
+	q := newQueue(1000)
+	spawned := 0
+	q.spawn = func() { spawned++ }
+	if !q.claim() {
+		t.Fatal("empty queue not claimed")
+	}
+	if q.claim() {
+		t.Fatal("claimed twice")
+	}
+	if q.unclaim() {
+		t.Fatal("unclaim found work in an empty queue")
+	}
+	if !q.claim() {
+		t.Fatal("not claimed again after unclaim")
+	}
+	q.push(bidi.Binary([]byte("a")), false) // a new producer, while the claim is held
+	if spawned != 0 {
+		t.Fatal("a push spawned a consumer during a claim")
+	}
+	if !q.unclaim() {
+		t.Fatal("unclaim missed a queued message")
+	}
+	if q.claim() {
+		t.Fatal("claimed while the holder is still the consumer")
+	}
+	if m, res := q.take(); res != taken || string(m.Data) != "a" {
+		t.Fatalf("take = %q, %d", m.Data, res)
+	}
+	if _, res := q.take(); res != idle {
+		t.Fatalf("take found %d, want idle", res)
+	}
+	q.push(bidi.Binary([]byte("b")), false)
+	if spawned != 1 {
+		t.Fatalf("%d consumers spawned, want 1", spawned)
+	}
+	if q.claim() {
+		t.Fatal("claimed a queue with a consumer")
+	}
+	q.take()
+	q.take() // idle
+	if !q.claim() {
+		t.Fatal("not claimed once idle")
+	}
+	q.close() // no consumer spawned: the claim holder gets the end
+	if spawned != 1 {
+		t.Fatal("close spawned a consumer during a claim")
+	}
+	if !q.unclaim() {
+		t.Fatal("unclaim missed the close")
+	}
+	if _, res := q.take(); res != drained {
+		t.Fatalf("take found %d, want drained", res)
+	}
+	if q.claim() {
+		t.Fatal("claimed a closed queue")
+	}
+}
