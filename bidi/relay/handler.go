@@ -49,6 +49,7 @@ type Handler struct {
 
 	slots chan struct{} // one token per call in progress (MaxClients)
 	wg    sync.WaitGroup
+	watch watchdog // hands off the calls' blocked deliveries
 
 	shutdownCtx context.Context    // cancelled by Shutdown or Close: calls end gracefully
 	shutdown    context.CancelFunc //
@@ -112,6 +113,7 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	go func() { h.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		h.watch.close()
 		return nil
 	case <-ctx.Done():
 		h.Close()
@@ -128,6 +130,7 @@ func (h *Handler) Close() error {
 	h.shutdown()
 	h.baseCancel()
 	h.wg.Wait()
+	h.watch.close()
 	return nil
 }
 

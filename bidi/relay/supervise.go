@@ -47,6 +47,7 @@ func (c *call) start(ws *websocket.Conn, stopBase func() bool) {
 	}
 	c.wg.Add(2)
 	c.supMu.Unlock()
+	c.h.watch.add(&c.in, &c.out)
 	go func() { defer c.wg.Done(); c.in.run() }()
 	go func() { defer c.wg.Done(); c.out.run() }()
 }
@@ -190,6 +191,7 @@ func (c *call) cleanup(aborted bool) {
 	c.toModel.close()
 	c.toClient.close()
 	c.wg.Wait()
+	c.h.watch.remove(&c.in, &c.out)
 	for _, stop := range c.stops {
 		stop()
 	}
