@@ -200,3 +200,91 @@ func TestQueueClaim(t *testing.T) {
 		t.Fatal("claimed a closed queue")
 	}
 }
+
+// FuzzQueueClaim runs a script of the producer's and consumer's calls
+// (push, take by a running consumer, claim, unclaim by the claim's
+// holder, close) against a model of who consumes: a consumer is spawned
+// exactly when a push or close finds none and no claim, a claim is
+// granted only on an open, empty queue nobody consumes, and unclaim
+// reports exactly the work that arrived during the claim.
+func FuzzQueueClaim(f *testing.F) {
+	f.Add([]byte{2, 0, 3, 1, 1, 2, 3, 4, 1})
+	f.Add([]byte{0, 1, 1, 2, 4, 3, 1, 2})
+	f.Add([]byte{2, 4, 3, 1, 0, 2})
+	f.Fuzz(func(t *testing.T, script []byte) {
+		q := newQueue(1 << 30)
+		spawned := 0
+		q.spawn = func() { spawned++ }
+		var (
+			items, wantSpawned         int
+			closed, consuming, claimed bool
+		)
+		for _, op := range script {
+			switch op % 5 {
+			case 0: // push
+				q.push(bidi.Binary([]byte("m")), false)
+				if !closed {
+					items++
+					if !consuming {
+						consuming = true
+						wantSpawned++
+					}
+				}
+			case 1: // take, by a running consumer
+				if !consuming || claimed {
+					continue
+				}
+				_, res := q.take()
+				switch {
+				case items > 0:
+					if res != taken {
+						t.Fatalf("take found %d with %d queued", res, items)
+					}
+					items--
+				case closed:
+					if res != drained {
+						t.Fatalf("closed empty queue: take found %d", res)
+					}
+				default:
+					if res != idle {
+						t.Fatalf("open empty queue: take found %d", res)
+					}
+					consuming = false
+				}
+			case 2: // claim
+				ok := q.claim()
+				if want := !closed && !consuming && items == 0; ok != want {
+					t.Fatalf("claim = %v, want %v (closed %v, consuming %v, %d queued)", ok, want, closed, consuming, items)
+				}
+				if ok {
+					consuming, claimed = true, true
+				}
+			case 3: // unclaim, by the claim's holder
+				if !claimed {
+					continue
+				}
+				more := q.unclaim()
+				if want := closed || items > 0; more != want {
+					t.Fatalf("unclaim = %v, want %v", more, want)
+				}
+				claimed = false
+				consuming = more // the holder goes on as the consumer
+			case 4: // close
+				q.close()
+				if !closed {
+					closed = true
+					if !consuming {
+						consuming = true
+						wantSpawned++
+					}
+				}
+			}
+			if spawned != wantSpawned {
+				t.Fatalf("%d consumers spawned, want %d", spawned, wantSpawned)
+			}
+			if _, n := q.len(); n != items {
+				t.Fatalf("queue holds %d, model %d", n, items)
+			}
+		}
+	})
+}
