@@ -42,7 +42,8 @@ import (
 //     the status and cancels everything.
 //
 // Lock order: relMu before endMu and supMu, which are leaves (a queue
-// calls spawn, which takes supMu, after releasing its own lock).
+// calls spawn, which takes supMu, after releasing its own lock; so does
+// the Handler's watchdog, whose mu is a leaf too).
 type call struct {
 	h     *Handler
 	r     *http.Request
