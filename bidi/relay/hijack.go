@@ -3,7 +3,6 @@ package relay
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -33,16 +32,15 @@ type smallBufWriter struct{ http.ResponseWriter }
 
 func (w smallBufWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// Hijack hijacks the underlying ResponseWriter and replaces its buffers.
+// Hijack hijacks the underlying ResponseWriter (or the one it wraps) and
+// replaces its buffers.
 // Bytes the server had read past the request (the client's first frames,
 // sent before the 101 arrived) are kept: they are what the new reader
 // has buffered. Anything buffered for writing is flushed first.
 func (w smallBufWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	hj, ok := w.ResponseWriter.(http.Hijacker)
-	if !ok {
-		return nil, nil, errors.New("relay: the ResponseWriter does not implement http.Hijacker")
-	}
-	conn, brw, err := hj.Hijack()
+	// ResponseController finds the Hijacker behind wrappers that have
+	// Unwrap, as coder/websocket would have.
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,8 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // hijackable is a ResponseWriter whose Hijack returns one end of a pipe
@@ -110,5 +113,35 @@ func TestFirstMessageWithTheUpgrade(t *testing.T) {
 	got := make([]byte, len(payload))
 	if _, err := io.ReadFull(br, got); err != nil || string(got) != string(payload) {
 		t.Fatalf("echo %q, %v", got, err)
+	}
+}
+
+// unwrapOnly is a middleware's ResponseWriter that does not hijack
+// itself but unwraps to one that does.
+type unwrapOnly struct{ w http.ResponseWriter }
+
+func (u unwrapOnly) Header() http.Header         { return u.w.Header() }
+func (u unwrapOnly) Write(b []byte) (int, error) { return u.w.Write(b) }
+func (u unwrapOnly) WriteHeader(code int)        { u.w.WriteHeader(code) }
+func (u unwrapOnly) Unwrap() http.ResponseWriter { return u.w }
+
+// A relay behind middleware whose ResponseWriter only unwraps still
+// upgrades and relays.
+func TestUpgradeThroughUnwrap(t *testing.T) {
+	e := newEnv(t, nil, nil, nil, plainSessions)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.h.ServeHTTP(unwrapOnly{w}, r)
+	}))
+	t.Cleanup(hs.Close)
+	c, _, err := websocket.Dial(t.Context(), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if err := c.Write(t.Context(), websocket.MessageText, []byte("through")); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := c.Read(t.Context()); err != nil || string(b) != "through" {
+		t.Fatalf("echo %q %v", b, err)
 	}
 }
