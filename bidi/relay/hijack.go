@@ -32,6 +32,15 @@ type smallBufWriter struct{ http.ResponseWriter }
 
 func (w smallBufWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// WriteHeaderNow passes coder/websocket's call on to a ResponseWriter
+// that holds the status back until it is called (gin's does), so that
+// the 101 is written before the hijack.
+func (w smallBufWriter) WriteHeaderNow() {
+	if h, ok := w.ResponseWriter.(interface{ WriteHeaderNow() }); ok {
+		h.WriteHeaderNow()
+	}
+}
+
 // Hijack hijacks the underlying ResponseWriter (or the one it wraps) and
 // replaces its buffers.
 // Bytes the server had read past the request (the client's first frames,

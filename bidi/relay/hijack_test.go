@@ -3,6 +3,7 @@ package relay
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"io"
 	"net"
@@ -142,6 +143,49 @@ func TestUpgradeThroughUnwrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, b, err := c.Read(t.Context()); err != nil || string(b) != "through" {
+		t.Fatalf("echo %q %v", b, err)
+	}
+}
+
+// lazyHeader is a gin-like ResponseWriter: WriteHeader only records the
+// status, WriteHeaderNow writes it; Hijack is its underlying writer's.
+type lazyHeader struct {
+	w      http.ResponseWriter
+	status *int
+}
+
+func (l lazyHeader) Header() http.Header         { return l.w.Header() }
+func (l lazyHeader) Write(b []byte) (int, error) { l.WriteHeaderNow(); return l.w.Write(b) }
+func (l lazyHeader) WriteHeader(code int)        { *l.status = code }
+func (l lazyHeader) WriteHeaderNow() {
+	if *l.status != 0 {
+		l.w.WriteHeader(*l.status)
+		*l.status = 0
+	}
+}
+func (l lazyHeader) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(l.w).Hijack()
+}
+
+// A ResponseWriter that writes its status only on WriteHeaderNow (as
+// gin's does) still gets its 101 out before the hijack.
+func TestUpgradeThroughLazyHeader(t *testing.T) {
+	e := newEnv(t, nil, nil, nil, plainSessions)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.h.ServeHTTP(lazyHeader{w, new(int)}, r)
+	}))
+	t.Cleanup(hs.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a missing 101 fails, not hangs
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if err := c.Write(t.Context(), websocket.MessageText, []byte("gin")); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := c.Read(t.Context()); err != nil || string(b) != "gin" {
 		t.Fatalf("echo %q %v", b, err)
 	}
 }
