@@ -15,19 +15,19 @@ import (
 )
 
 // A call is one relayed client: a WebSocket connection and its model
-// session, pumped by goroutines of its own besides the handler's:
+// session, pumped both ways by goroutines of its own (see direction):
 //
-//	readClient  ws.Reader  -> toModel  (owns the client's read side)
-//	sendModel   toModel    -> model.Send, then Finish/CloseSend
-//	recvModel   model.Recv -> toClient (owns the model's read side)
-//	writeClient toClient   -> ws.Write, then ws.Close with the status
+//	in:  readClient (ws.Reader)  -> sendOne (model.Send) or toModel; finishModel
+//	out: recvModel (model.Recv)  -> writeOne (ws.Write) or toClient; closeClient
 //
-// readClient and recvModel run for the whole call; sendModel and
-// writeClient run only while their queue has work (see queue), so an
-// idle call holds two goroutines besides the handler's and its
-// session's.
+// The producers (readClient, recvModel) run for the whole call, one
+// goroutine each at a time; each delivers its message itself when its
+// queue is empty and has no consumer, and otherwise queues it for a
+// consumer that runs only while the queue has work. A delivery of the
+// producer's own that blocks hands the producer role to a fresh
+// goroutine. So an idle call holds two goroutines besides its session's.
 //
-// and supervised without a goroutine of its own (see supervise.go):
+// It is supervised without a goroutine of its own (see supervise.go):
 // timers (pings, idle, lifetime, the graceful deadline) and the pumps'
 // ends are events, and the one that ends the call starts a goroutine
 // that closes and releases everything (cleanup).
@@ -35,14 +35,15 @@ import (
 // How a call ends. The first end decided wins (decide): its close code,
 // reason and kind are what the client gets and what is recorded.
 //   - graceful: the input ends (toModel closed: the client's EndOfInput
-//     message or close, idle, lifetime, Shutdown), sendModel finishes the
-//     model, recvModel reads to the model's end and closes toClient,
-//     writeClient delivers everything and closes the WebSocket;
+//     message or close, idle, lifetime, Shutdown), finishModel finishes
+//     the model, recvModel reads to the model's end and closes toClient,
+//     the replies are delivered and closeClient closes the WebSocket;
 //   - abort: a violation or overflow; cleanup closes the WebSocket with
 //     the status and cancels everything.
 //
 // Lock order: relMu before endMu and supMu, which are leaves (a queue
-// calls spawn, which takes supMu, after releasing its own lock).
+// calls spawn, which takes supMu, after releasing its own lock; so does
+// the Handler's watchdog, whose mu is a leaf too).
 type call struct {
 	h     *Handler
 	r     *http.Request
@@ -54,12 +55,13 @@ type call struct {
 	cancel context.CancelFunc
 
 	toModel, toClient *queue
+	in, out           direction // client to model, model to client
 
-	// wg counts the call's goroutines. readClient and recvModel run for
-	// the whole call; sendModel and writeClient are the queues'
-	// consumers, started by a push when there is work and gone when it
-	// is done (see queue), so an idle call holds neither.
+	// wg counts the call's goroutines: the producers and the queues'
+	// consumers (see direction).
 	wg sync.WaitGroup
+
+	inputOver bool // the client sent its EndOfInput message; owned by in's producer
 
 	lastData  atomic.Int64 // unix nanoseconds of the last data message either way
 	lastReply atomic.Int64 // unix nanoseconds of the last message from the model
@@ -76,7 +78,7 @@ type call struct {
 	aborted   chan struct{} // closed once by abort
 	abortOnce sync.Once
 	abortNow  atomic.Bool   // abort without a close handshake (the client is unresponsive)
-	modelDone chan struct{} // closed when recvModel returns
+	modelDone chan struct{} // closed when out's producer ends (modelEnded)
 
 	// Supervision (supervise.go). Fields below supMu are guarded by it.
 	release func()        // gives the Handler its slot back; called once by cleanup
@@ -87,8 +89,8 @@ type call struct {
 
 	supMu     sync.Mutex
 	over      bool        // the end is decided: no goroutine is started after it
-	modelOver bool        // recvModel returned
-	writeOver bool        // the last writeClient returned
+	modelOver bool        // out's producer ended
+	writeOver bool        // out's deliveries ended (writeEnded)
 	finishT   *time.Timer // the graceful end's deadline, once one started
 	idleT     *time.Timer
 	lifeT     *time.Timer
@@ -105,8 +107,10 @@ func newCall(h *Handler, r *http.Request, model Model, ctx context.Context, canc
 		modelDone: make(chan struct{}),
 	}
 	c.toModel.release = putBuf // its messages' buffers come from read
-	c.toModel.spawn = func() { c.spawn(c.sendModel) }
-	c.toClient.spawn = func() { c.spawn(c.writeClient) }
+	c.in = direction{c: c, q: c.toModel, produce: c.readClient, ended: c.clientEnded, deliver: c.sendOne, drained: c.finishModel}
+	c.out = direction{c: c, q: c.toClient, produce: c.recvModel, ended: c.modelEnded, deliver: c.writeOne, drained: c.closeClient}
+	c.toModel.spawn = func() { c.spawn(c.in.consume) }
+	c.toClient.spawn = func() { c.spawn(c.out.consume) }
 	return c
 }
 
@@ -159,7 +163,7 @@ func (c *call) abort(code websocket.StatusCode, reason, kind string) {
 // Test hooks, set only by tests before any call starts.
 var (
 	testHookAbort func(kind string)                        // abort decided, before the call is ended
-	testHookPush  func(toModel bool, dropped int, ok bool) // after each push to a queue
+	testHookPush  func(toModel bool, dropped int, ok bool) // after each message a direction accepted (queued or delivered at once) or refused
 )
 
 // endInput starts a graceful end with the given status: the model's
@@ -171,7 +175,7 @@ func (c *call) endInput(code websocket.StatusCode, reason, kind string) {
 
 func (c *call) touch() { c.lastData.Store(time.Now().UnixNano()) }
 
-// onPing counts the client's pings (on readClient's goroutine, inside
+// onPing counts the client's pings (on in's producer, inside
 // ws.Read) and aborts a flood.
 func (c *call) onPing(context.Context, []byte) bool {
 	limit := c.h.opts.MaxPingsPerSecond
@@ -222,11 +226,11 @@ func (c *call) hook(h Hook, m bidi.Message) (bidi.Message, bool) {
 	return bidi.Message{}, false
 }
 
-// readClient reads the client's messages into toModel.
-func (c *call) readClient() {
-	defer c.clientEnded()
+// readClient is in's producer: it reads the client's messages and
+// delivers or queues them for the model. It returns when the client's
+// side is over (handed false) or once it handed its role on.
+func (c *call) readClient() (handed bool) {
 	o := &c.h.opts
-	inputOver := false
 	for {
 		typ, data, err := c.read()
 		if err != nil {
@@ -237,7 +241,7 @@ func (c *call) readClient() {
 				// coder/websocket has sent the close frame (1009).
 				c.decide(websocket.StatusMessageTooBig, "message too big", KindTooBig)
 			}
-			return
+			return false
 		}
 		c.touch()
 		m := bidi.Message{Data: data, Type: bidi.DataTypeBinary}
@@ -245,17 +249,17 @@ func (c *call) readClient() {
 			if !utf8.Valid(data) {
 				putBuf(data)
 				c.abort(websocket.StatusInvalidFramePayloadData, "text message is not valid UTF-8", KindInvalidUTF8)
-				return
+				return false
 			}
 			m.Type = bidi.DataTypeUTF8
 		}
-		if inputOver {
+		if c.inputOver {
 			putBuf(data)
 			c.abort(websocket.StatusPolicyViolation, "message after end of input", KindProtocol)
-			return
+			return false
 		}
 		if o.EndOfInput != nil && o.EndOfInput(m) {
-			inputOver = true
+			c.inputOver = true
 			putBuf(data)
 			c.endInput(websocket.StatusNormalClosure, "", KindEndOfInput)
 			// The status decided here is a placeholder: the model's
@@ -266,20 +270,20 @@ func (c *call) readClient() {
 		if !ok {
 			putBuf(data)
 			if c.ctx.Err() != nil || isClosed(c.aborted) {
-				return
+				return false
 			}
 			continue
 		}
-		dropped, ok := c.toModel.push(m, o.Overflow == OverflowDropOldest)
+		dropped, ok, handed := c.in.accept(m, o.Overflow == OverflowDropOldest)
 		c.obs.dropped(true, dropped)
-		if testHookPush != nil {
-			testHookPush(true, dropped, ok)
-		}
 		if !ok {
 			putBuf(m.Data)
 			code, reason := c.overflowStatus(true)
 			c.abort(code, reason, KindOverflow)
-			return
+			return false
+		}
+		if handed {
+			return true
 		}
 	}
 }
@@ -297,25 +301,23 @@ func (c *call) read() (websocket.MessageType, []byte, error) {
 	return typ, data, err
 }
 
-// sendModel, toModel's consumer, sends its messages to the model until it
-// is empty; once it is closed and drained, it ends the model's input.
-func (c *call) sendModel() {
-	for {
-		m, res := c.toModel.take()
-		if res == idle {
-			return
-		}
-		if res == drained {
-			break
-		}
-		err := c.model.Send(c.ctx, m)
-		n := len(m.Data)
-		putBuf(m.Data) // Send copied it
-		if err != nil {
-			return // the model's side is over; recvModel reports why
-		}
-		c.obs.message(true, n)
+// sendOne is in's delivery: it sends m to the model and gives its
+// buffer back. It reports false once the model's side is over (recvModel
+// reports why).
+func (c *call) sendOne(m bidi.Message) bool {
+	err := c.model.Send(c.ctx, m)
+	n := len(m.Data)
+	putBuf(m.Data) // Send copied it
+	if err != nil {
+		return false
 	}
+	c.obs.message(true, n)
+	return true
+}
+
+// finishModel is in's end, once toModel is closed and drained: it ends
+// the model's input gracefully.
+func (c *call) finishModel() {
 	if c.ctx.Err() != nil {
 		return
 	}
@@ -357,9 +359,10 @@ func (c *call) awaitQuiet(ctx context.Context) {
 	}
 }
 
-// recvModel reads the model's messages into toClient, then the end.
-func (c *call) recvModel() {
-	defer c.modelEnded()
+// recvModel is out's producer: it reads the model's messages and
+// delivers or queues them for the client, then its end. It returns when
+// the model's side is over (handed false) or once it handed its role on.
+func (c *call) recvModel() (handed bool) {
 	o := &c.h.opts
 	for {
 		m, err := c.model.Recv(c.ctx)
@@ -380,62 +383,56 @@ func (c *call) recvModel() {
 			}
 			c.endMu.Unlock()
 			c.toClient.close()
-			return
+			return false
 		}
 		c.touch()
 		c.lastReply.Store(time.Now().UnixNano())
 		m, ok := c.hook(o.ToClient, m)
 		if !ok {
 			if c.ctx.Err() != nil || isClosed(c.aborted) {
-				return
+				return false
 			}
 			continue
 		}
-		dropped, ok := c.toClient.push(m, o.Overflow == OverflowDropOldest)
+		dropped, ok, handed := c.out.accept(m, o.Overflow == OverflowDropOldest)
 		c.obs.dropped(false, dropped)
-		if testHookPush != nil {
-			testHookPush(false, dropped, ok)
-		}
 		if !ok {
 			code, reason := c.overflowStatus(false)
 			c.abort(code, reason, KindOverflow)
-			return
+			return false
+		}
+		if handed {
+			return true
 		}
 	}
 }
 
-// writeClient, toClient's consumer, writes its messages to the client
-// until it is empty; once it is closed and drained, it closes the
-// WebSocket with the call's status. writeDone is closed when a consumer
-// returns for good (drained, or a failed write: the queue then spawns no
-// other).
-func (c *call) writeClient() {
-	for {
-		m, res := c.toClient.take()
-		if res == idle {
-			return
-		}
-		if res == drained {
-			break
-		}
-		if c.ctx.Err() != nil {
-			c.writeEnded()
-			return
-		}
-		typ := websocket.MessageBinary
-		if m.Type == bidi.DataTypeUTF8 {
-			typ = websocket.MessageText
-		}
-		// No context: run's CloseNow unblocks a Write when the call
-		// ends (a cancellable one costs coder/websocket an AfterFunc per
-		// call).
-		if err := c.ws.Write(context.Background(), typ, m.Data); err != nil {
-			c.writeEnded()
-			return
-		}
-		c.touch()
-		c.obs.message(false, len(m.Data))
+// writeOne is out's delivery: it writes m to the client. It reports
+// false once the client's side is over (the call ended, or a write
+// failed), after writeEnded: no more replies are delivered.
+func (c *call) writeOne(m bidi.Message) bool {
+	if c.ctx.Err() != nil {
+		c.writeEnded()
+		return false
 	}
+	typ := websocket.MessageBinary
+	if m.Type == bidi.DataTypeUTF8 {
+		typ = websocket.MessageText
+	}
+	// No context: cleanup's CloseNow unblocks a Write when the call ends
+	// (a cancellable one costs coder/websocket an AfterFunc per call).
+	if err := c.ws.Write(context.Background(), typ, m.Data); err != nil {
+		c.writeEnded()
+		return false
+	}
+	c.touch()
+	c.obs.message(false, len(m.Data))
+	return true
+}
+
+// closeClient is out's end, once toClient is closed and drained: every
+// reply was delivered, and the WebSocket closes with the call's status.
+func (c *call) closeClient() {
 	defer c.writeEnded()
 	if c.ctx.Err() != nil {
 		return

@@ -76,14 +76,25 @@
 // # Memory and goroutines
 //
 // ServeHTTP returns once a call is relayed: the call runs on two
-// goroutines of its own (one reads the client, one the model), plus one
-// per direction only while that direction has messages queued, plus its
-// model session's; its timers need none. What it buffers is bounded by
-// its two queues (each message charged its buffer's capacity plus 64
-// bytes), one client message being read (MaxMessageSize; into a pooled
-// buffer given back once sent) and one being written; the session's own
-// bounds are bidi's. Calls are independent: a client that does not read
-// fills only its own queue.
+// goroutines of its own (one reads the client, one the model), plus its
+// model session's; its timers need none. The goroutine that read a
+// message delivers it itself when nothing is queued its way, so a call
+// that keeps up wakes no other goroutine. Once a peer stops keeping up
+// (a delivery still in progress after one to two milliseconds, which a
+// watchdog the Handler runs while its calls deliver notices, or messages
+// queued), one more goroutine per direction delivers while that
+// direction has messages queued, and the reading goes on, so that the
+// queue's bound and Options.Overflow apply. What a call buffers is
+// bounded by its two queues (each message charged its buffer's capacity
+// plus 64 bytes), one client message being read (MaxMessageSize; into a
+// pooled buffer given back once sent), one being delivered each way, and
+// the connection's 1 KiB read and write buffers; the session's own
+// bounds are bidi's.
+// Calls are independent: a client that does not read fills only its own
+// queue. Before it, the kernel's socket send buffer holds what the
+// client has not read: Linux grows it to hundreds of KiB per connection
+// on fast links, outside the process's memory; a server that wants less
+// sets SO_SNDBUF on the connections its listener accepts.
 //
 // # Observability
 //

@@ -87,3 +87,43 @@ func (m echoModel) Send(ctx context.Context, msg bidi.Message) error {
 	m.replies <- bidi.Message{Type: msg.Type, Data: append([]byte(nil), msg.Data...)}
 	return nil
 }
+
+// A call whose client stalls (its writes block, the reading of the model
+// moves to a fresh goroutine and replies queue up) holds two goroutines
+// again once the client reads what was queued: the blocked writer drains
+// the queue and returns.
+func TestStalledCallReturnsToTwoGoroutines(t *testing.T) {
+	waitGoroutines(t, 0)
+	queued := make(chan struct{}, 100)
+	testHookPush = func(toModel bool, dropped int, ok bool) {
+		if !toModel && ok {
+			queued <- struct{}{}
+		}
+	}
+	defer func() { testHookPush = nil }()
+	e := newEnv(t, nil, &Options{
+		PingInterval: time.Hour, IdleTimeout: time.Hour,
+		Open: func(context.Context, *bidi.OpenInput) (Model, error) { return echoModel{newFakeModel()}, nil },
+	}, nil)
+	c := e.dial(t)
+	e.gate.close()
+	const n = 5
+	for i := range n {
+		if err := c.Write(t.Context(), websocket.MessageText, []byte{'a' + byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		// The first reply is delivered at once, and its write blocks
+		// at the gate: the others are taken only once the watchdog
+		// moved the reading to a fresh goroutine.
+		<-queued
+	}
+	e.gate.open()
+	for i := range n {
+		if _, b, err := c.Read(t.Context()); err != nil || string(b) != string(rune('a'+i)) {
+			t.Fatalf("reply %d: %q %v", i, b, err)
+		}
+	}
+	waitGoroutines(t, 2)
+}

@@ -49,6 +49,7 @@ type Handler struct {
 
 	slots chan struct{} // one token per call in progress (MaxClients)
 	wg    sync.WaitGroup
+	watch watchdog // hands off the calls' blocked deliveries
 
 	shutdownCtx context.Context    // cancelled by Shutdown or Close: calls end gracefully
 	shutdown    context.CancelFunc //
@@ -112,6 +113,7 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	go func() { h.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		h.watch.close()
 		return nil
 	case <-ctx.Done():
 		h.Close()
@@ -128,6 +130,7 @@ func (h *Handler) Close() error {
 	h.shutdown()
 	h.baseCancel()
 	h.wg.Wait()
+	h.watch.close()
 	return nil
 }
 
@@ -197,7 +200,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			obs.end(code, KindOpenRefused)
 			return
 		}
-		ws, aerr := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+		ws, aerr := websocket.Accept(smallBufWriter{w}, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 		if aerr == nil {
 			ws.Close(code, reason)
 		}
@@ -206,7 +209,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := newCall(h, r, model, ctx, cancel, obs)
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	ws, err := websocket.Accept(smallBufWriter{w}, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // checked above, before anything was opened
 		OnPingReceived:     c.onPing,
 	})

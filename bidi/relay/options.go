@@ -92,9 +92,11 @@ func (o Overflow) String() string {
 // error: [ErrSkip] drops the message, a [websocket.CloseError] closes the
 // connection with its code and reason, and any other error closes it
 // with 1011 (internal error, reason "internal error"; the error's text is
-// never sent). A hook runs on the call's goroutine for its direction, one
-// message at a time, so it needs no locking for state of its own call;
-// it must not block for long: the direction waits for it.
+// never sent). A hook runs on the goroutine that reads its direction's
+// side, one message at a time and in order; when the reading moves to
+// another goroutine (a delivery blocked), it does so after the hook's
+// previous call returned, so a hook needs no locking for state of its
+// own call. It must not block for long: the direction waits for it.
 //
 // A client's message (ToModel) is read into a buffer the relay reuses once
 // the message is sent or dropped: a hook that keeps m.Data after it

@@ -18,7 +18,10 @@ const messageOverhead = 64
 //
 // The consumer runs only while there is work: push (or close) calls spawn
 // when no consumer is running, and the consumer returns when take finds
-// the queue empty, so that an idle call holds no goroutine for it. Fields
+// the queue empty, so that an idle call holds no goroutine for it. A
+// producer that finds the queue empty and unconsumed may claim it and
+// deliver its message itself (see claim), the common case of a call that
+// keeps up. Fields
 // below mu are guarded by it; limit, release and spawn are set before
 // the first push.
 type queue struct {
@@ -94,6 +97,34 @@ func (q *queue) startLocked() bool {
 	}
 	q.consuming = true
 	return true
+}
+
+// claim reports whether the producer may deliver its next message
+// itself instead of queueing it: the queue is open, empty and without a
+// consumer. The producer is then the queue's consumer (pushes queue and
+// spawn nothing) until it calls unclaim, or for good if its delivery
+// failed, as after a consumer's failed delivery.
+func (q *queue) claim() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || q.consuming || q.spawn == nil || q.head < len(q.items) {
+		return false
+	}
+	q.consuming = true
+	return true
+}
+
+// unclaim ends a claim. It reports whether work arrived meanwhile (a
+// push, or close): the caller then stays the consumer, and must drain the
+// queue or spawn one who does.
+func (q *queue) unclaim() (more bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || q.head < len(q.items) {
+		return true
+	}
+	q.consuming = false
+	return false
 }
 
 // dropOneLocked removes the oldest binary message, or the oldest one if

@@ -138,3 +138,153 @@ func TestQueueSpawnsOneConsumer(t *testing.T) {
 	q2.close()
 	want(3)
 }
+
+// A producer claims only an open, empty queue without a consumer; while
+// it holds the claim, pushes queue and spawn nothing; unclaim reports the
+// work that arrived meanwhile and keeps the claim for it.
+func TestQueueClaim(t *testing.T) {
+	q := newQueue(1000)
+	spawned := 0
+	q.spawn = func() { spawned++ }
+	if !q.claim() {
+		t.Fatal("empty queue not claimed")
+	}
+	if q.claim() {
+		t.Fatal("claimed twice")
+	}
+	if q.unclaim() {
+		t.Fatal("unclaim found work in an empty queue")
+	}
+	if !q.claim() {
+		t.Fatal("not claimed again after unclaim")
+	}
+	q.push(bidi.Binary([]byte("a")), false) // a new producer, while the claim is held
+	if spawned != 0 {
+		t.Fatal("a push spawned a consumer during a claim")
+	}
+	if !q.unclaim() {
+		t.Fatal("unclaim missed a queued message")
+	}
+	if q.claim() {
+		t.Fatal("claimed while the holder is still the consumer")
+	}
+	if m, res := q.take(); res != taken || string(m.Data) != "a" {
+		t.Fatalf("take = %q, %d", m.Data, res)
+	}
+	if _, res := q.take(); res != idle {
+		t.Fatalf("take found %d, want idle", res)
+	}
+	q.push(bidi.Binary([]byte("b")), false)
+	if spawned != 1 {
+		t.Fatalf("%d consumers spawned, want 1", spawned)
+	}
+	if q.claim() {
+		t.Fatal("claimed a queue with a consumer")
+	}
+	q.take()
+	q.take() // idle
+	if !q.claim() {
+		t.Fatal("not claimed once idle")
+	}
+	q.close() // no consumer spawned: the claim holder gets the end
+	if spawned != 1 {
+		t.Fatal("close spawned a consumer during a claim")
+	}
+	if !q.unclaim() {
+		t.Fatal("unclaim missed the close")
+	}
+	if _, res := q.take(); res != drained {
+		t.Fatalf("take found %d, want drained", res)
+	}
+	if q.claim() {
+		t.Fatal("claimed a closed queue")
+	}
+}
+
+// FuzzQueueClaim runs a script of the producer's and consumer's calls
+// (push, take by a running consumer, claim, unclaim by the claim's
+// holder, close) against a model of who consumes: a consumer is spawned
+// exactly when a push or close finds none and no claim, a claim is
+// granted only on an open, empty queue nobody consumes, and unclaim
+// reports exactly the work that arrived during the claim.
+func FuzzQueueClaim(f *testing.F) {
+	f.Add([]byte{2, 0, 3, 1, 1, 2, 3, 4, 1})
+	f.Add([]byte{0, 1, 1, 2, 4, 3, 1, 2})
+	f.Add([]byte{2, 4, 3, 1, 0, 2})
+	f.Fuzz(func(t *testing.T, script []byte) {
+		q := newQueue(1 << 30)
+		spawned := 0
+		q.spawn = func() { spawned++ }
+		var (
+			items, wantSpawned         int
+			closed, consuming, claimed bool
+		)
+		for _, op := range script {
+			switch op % 5 {
+			case 0: // push
+				q.push(bidi.Binary([]byte("m")), false)
+				if !closed {
+					items++
+					if !consuming {
+						consuming = true
+						wantSpawned++
+					}
+				}
+			case 1: // take, by a running consumer
+				if !consuming || claimed {
+					continue
+				}
+				_, res := q.take()
+				switch {
+				case items > 0:
+					if res != taken {
+						t.Fatalf("take found %d with %d queued", res, items)
+					}
+					items--
+				case closed:
+					if res != drained {
+						t.Fatalf("closed empty queue: take found %d", res)
+					}
+				default:
+					if res != idle {
+						t.Fatalf("open empty queue: take found %d", res)
+					}
+					consuming = false
+				}
+			case 2: // claim
+				ok := q.claim()
+				if want := !closed && !consuming && items == 0; ok != want {
+					t.Fatalf("claim = %v, want %v (closed %v, consuming %v, %d queued)", ok, want, closed, consuming, items)
+				}
+				if ok {
+					consuming, claimed = true, true
+				}
+			case 3: // unclaim, by the claim's holder
+				if !claimed {
+					continue
+				}
+				more := q.unclaim()
+				if want := closed || items > 0; more != want {
+					t.Fatalf("unclaim = %v, want %v", more, want)
+				}
+				claimed = false
+				consuming = more // the holder goes on as the consumer
+			case 4: // close
+				q.close()
+				if !closed {
+					closed = true
+					if !consuming {
+						consuming = true
+						wantSpawned++
+					}
+				}
+			}
+			if spawned != wantSpawned {
+				t.Fatalf("%d consumers spawned, want %d", spawned, wantSpawned)
+			}
+			if _, n := q.len(); n != items {
+				t.Fatalf("queue holds %d, model %d", n, items)
+			}
+		}
+	})
+}

@@ -449,3 +449,43 @@ func TestShutdown(t *testing.T) {
 		t.Fatalf("after Shutdown: %v", err)
 	}
 }
+
+// A model whose Send blocks does not stop the relay from reading its
+// client: the message being sent hands the reading on, the next ones
+// fill the queue, and OverflowClose closes with "model too slow".
+func TestBlockedSendHandsReadingOn(t *testing.T) {
+	aborted := make(chan string, 1)
+	testHookAbort = func(kind string) { aborted <- kind }
+	defer func() { testHookAbort = nil }()
+	e := newEnv(t, nil, &Options{
+		ToModelQueueBytes: 4 << 10,
+		Open: func(context.Context, *bidi.OpenInput) (Model, error) {
+			return stuckModel{newFakeModel()}, nil
+		},
+	}, nil)
+	c := e.dial(t)
+	msg := make([]byte, 1000)
+	for i := 0; ; i++ {
+		select {
+		case kind := <-aborted:
+			if kind != KindOverflow {
+				t.Fatalf("aborted with %s", kind)
+			}
+			_, err := readUntilClose(t, c)
+			wantClose(t, err, websocket.StatusPolicyViolation, "model too slow")
+			return
+		default:
+		}
+		if err := c.Write(t.Context(), websocket.MessageBinary, msg); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+}
+
+// stuckModel's Send blocks until the call ends.
+type stuckModel struct{ *fakeModel }
+
+func (m stuckModel) Send(ctx context.Context, _ bidi.Message) error {
+	<-ctx.Done()
+	return ctx.Err()
+}

@@ -47,8 +47,9 @@ func (c *call) start(ws *websocket.Conn, stopBase func() bool) {
 	}
 	c.wg.Add(2)
 	c.supMu.Unlock()
-	go func() { defer c.wg.Done(); c.readClient() }()
-	go func() { defer c.wg.Done(); c.recvModel() }()
+	c.h.watch.add(&c.in, &c.out)
+	go func() { defer c.wg.Done(); c.in.run() }()
+	go func() { defer c.wg.Done(); c.out.run() }()
 }
 
 // spawn runs f as one of the call's goroutines, unless the call is over
@@ -74,14 +75,14 @@ func (c *call) startFinish() {
 	})
 }
 
-// clientEnded is readClient's end: the client's side ended (its close
+// clientEnded is in's producer's end: the client's side ended (its close
 // frame, or the connection), so its input is over and the model finishes.
 func (c *call) clientEnded() {
 	c.endInput(websocket.StatusAbnormalClosure, "", KindClientGone)
 	c.startFinish()
 }
 
-// modelEnded is recvModel's end.
+// modelEnded is out's producer's end.
 func (c *call) modelEnded() {
 	close(c.modelDone)
 	c.supMu.Lock()
@@ -94,8 +95,8 @@ func (c *call) modelEnded() {
 	}
 }
 
-// writeEnded is the end of the last writeClient: the client has every
-// reply (or is gone).
+// writeEnded is the end of out's deliveries: the client has every reply
+// (or is gone).
 func (c *call) writeEnded() {
 	c.supMu.Lock()
 	c.writeOver = true
@@ -190,6 +191,7 @@ func (c *call) cleanup(aborted bool) {
 	c.toModel.close()
 	c.toClient.close()
 	c.wg.Wait()
+	c.h.watch.remove(&c.in, &c.out)
 	for _, stop := range c.stops {
 		stop()
 	}

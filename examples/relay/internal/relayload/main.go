@@ -4,8 +4,11 @@
 //   - overhead: echo round trips of paced 20 ms audio frames through the
 //     relay, beside the same through a bidi session used directly;
 //   - CPU: the relay process's CPU time per audio session-minute;
-//   - a crowd of clients that never read: the relay's memory with every
-//     queue at its bound, and the round trips of other clients meanwhile;
+//   - a crowd of clients that never read, flooded with replies until the
+//     relay's queue to each is at its bound (the relay's sockets get a
+//     small send buffer, -sndbuf, as on loopback the kernel's grows to
+//     hold hundreds of KiB per client): the relay's memory, and the round
+//     trips of other clients meanwhile;
 //   - refused opens (424, 400, 503, throttling): the time from the
 //     model's refusal to the client's close, and the close code.
 //
@@ -29,6 +32,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,6 +41,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -58,7 +63,10 @@ var (
 	rotAfter = flag.Duration("rotate-after", 0, "with -rotate-run: the age at which the relay's RotatingSession replaces its stream")
 	rotRun   = flag.Duration("rotate-run", 0, "instead of the other phases: stream this much audio per client through rotating sessions")
 	speed    = flag.Float64("speed", 20, "with -rotate-run: times real time")
-	idleSend = flag.Int("idle-frames", 64, "640-byte frames each idle client sends")
+	idleSend = flag.Int("idle-frames", 8, "640-byte frames each idle client sends")
+	idleEcho = flag.Int("idle-echoes", 32, "replies the model sends to each frame of an idle client (in all they must outgrow the kernel's socket buffers and the relay's queue)")
+	crowdRcv = flag.Int("crowd-rcvbuf", 4096, "SO_RCVBUF of the idle clients' sockets (0: the system's default)")
+	sndbuf   = flag.Int("sndbuf", 32<<10, "SO_SNDBUF of the relay's accepted sockets (0: the system's, which grows to MiBs on loopback)")
 )
 
 func main() {
@@ -77,7 +85,8 @@ func main() {
 }
 
 // model is the echo model; endpoints named refuse-NNN answer with that
-// refusal instead, and record when.
+// refusal instead, and record when; the endpoint "flood" answers each
+// message with -idle-echoes copies of it.
 type model struct {
 	refusedAt sync.Map // endpoint -> time.Time of the last refusal
 }
@@ -98,6 +107,22 @@ func (m *model) ServeBidi(st *biditest.Stream) {
 		}
 		return
 	}
+	if ep == "flood" {
+		if st.Accept() != nil {
+			return
+		}
+		for {
+			m, err := st.Recv()
+			if err != nil {
+				return
+			}
+			for range *idleEcho {
+				if st.Send(m) != nil {
+					return
+				}
+			}
+		}
+	}
 	biditest.Echo().ServeBidi(st)
 }
 
@@ -114,7 +139,7 @@ func startRelay(srv *biditest.Server) (*relayProc, error) {
 	defer os.Remove(cert.Name()) // the child has read it once it listens
 	pem.Encode(cert, &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	cert.Close()
-	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String()}
+	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String(), "-sndbuf", strconv.Itoa(*sndbuf)}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -133,15 +158,17 @@ func startRelay(srv *biditest.Server) (*relayProc, error) {
 
 // stats reads the child's own view and its /proc figures.
 type stats struct {
-	RSS       int64 // bytes, VmRSS
-	HeapInuse uint64
-	StackIn   uint64
-	Sys       uint64
-	Goroutine int
-	Active    int
-	Drops     int64
-	Rotations int64
-	CPU       time.Duration // user+system
+	RSS          int64 // bytes, VmRSS
+	HeapInuse    uint64
+	HeapAlloc    uint64 // live bytes after a GC
+	StackIn      uint64
+	Sys          uint64
+	Goroutine    int
+	Active       int
+	Drops        int64 // to the client
+	DropsToModel int64
+	Rotations    int64
+	CPU          time.Duration // user+system
 }
 
 func (p *relayProc) stats() (stats, error) {
@@ -217,20 +244,35 @@ func drive() error {
 	st0, _ := rp.stats()
 	fmt.Printf("relay before the crowd: RSS %.1f MiB, heap %.1f MiB, stacks %.1f MiB, %d goroutines\n",
 		mib(st0.RSS), mib(int64(st0.HeapInuse)), mib(int64(st0.StackIn)), st0.Goroutine)
-	crowd, err := startCrowd(ctx, rp.addr, *idle, *idleSend)
+	crowd, err := startCrowd(ctx, rp.addr, *idle, *idleSend, *crowdRcv)
 	if err != nil {
 		return fmt.Errorf("crowd: %w", err)
 	}
+	// Until the clients' replies overflowed their queues and nothing
+	// moves any more: every client connected, at least one drop per
+	// client, and the drop counts unchanged for half a second.
 	var st1 stats
-	for range 200 { // until every client's replies overflowed its queue
-		st1, _ = rp.stats()
-		if st1.Active >= *idle && st1.Drops >= int64(*idle) {
+	settled := false
+	for still := 0; still < 5; {
+		if time.Since(crowd.started) > 30*time.Second {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
+		prev := st1
+		st1, _ = rp.stats()
+		if st1.Active >= *idle && st1.Drops >= int64(*idle) && st1.Drops == prev.Drops && st1.DropsToModel == prev.DropsToModel {
+			still++
+		} else {
+			still = 0
+		}
+		settled = still == 5
 	}
-	fmt.Printf("relay with %d clients that never read (%d frames each sent, %d dropped in all): RSS %.1f MiB, heap %.1f MiB, stacks %.1f MiB, %d goroutines; %.1f KiB RSS per client\n",
-		st1.Active, *idleSend, st1.Drops, mib(st1.RSS), mib(int64(st1.HeapInuse)), mib(int64(st1.StackIn)), st1.Goroutine,
+	if !settled {
+		crowd.close()
+		return fmt.Errorf("crowd: the relay's queues did not fill and settle within 30 s (%d clients, %d drops to them)", st1.Active, st1.Drops)
+	}
+	fmt.Printf("relay with %d clients that never read (%d frames each sent, %d replies to each; dropped: %d to the clients, %d to the model): RSS %.1f MiB, heap %.1f MiB (live %.1f MiB), stacks %.1f MiB, %d goroutines; %.1f KiB RSS per client\n",
+		st1.Active, *idleSend, *idleEcho, st1.Drops, st1.DropsToModel, mib(st1.RSS), mib(int64(st1.HeapInuse)), mib(int64(st1.HeapAlloc)), mib(int64(st1.StackIn)), st1.Goroutine,
 		float64(st1.RSS-st0.RSS)/1024/float64(max(1, st1.Active)))
 	if *heapProf != "" {
 		if resp, err := http.Get("http://" + rp.addr + "/debug/pprof/heap"); err == nil {
@@ -386,25 +428,51 @@ func report(name string, d []time.Duration) {
 }
 
 // crowd is clients that connect, send their frames and never read.
-type crowd struct{ conns []*websocket.Conn }
+type crowd struct {
+	conns   []*websocket.Conn
+	started time.Time // when the last client had sent its frames
+}
 
-func startCrowd(ctx context.Context, addr string, n, send int) (*crowd, error) {
+// startCrowd connects n clients that then send send frames each, 16 at
+// a time in turn (a round of every client, then the next), and never
+// read; the model answers each frame with -idle-echoes copies. Their
+// sockets' receive buffers are rcvbuf bytes (0: the system's). On
+// loopback the relay's socket buffers grow to a few hundred KiB, so a
+// client's replies must outgrow that before the relay's queue fills.
+func startCrowd(ctx context.Context, addr string, n, send, rcvbuf int) (*crowd, error) {
 	cr := &crowd{}
 	f := make([]byte, 640)
+	dialer := &net.Dialer{}
+	if rcvbuf > 0 {
+		dialer.Control = func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			err := rc.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf)
+			})
+			return cmp.Or(err, serr)
+		}
+	}
+	opts := &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}}
 	for i := range n {
-		c, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws?ep=load", nil)
+		c, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws?ep=flood", opts)
 		if err != nil {
 			cr.close()
 			return nil, fmt.Errorf("client %d: %w", i, err)
 		}
 		cr.conns = append(cr.conns, c)
-		for range send {
-			if err := c.Write(ctx, websocket.MessageBinary, f); err != nil {
-				cr.close()
-				return nil, err
+	}
+	const burst = 16
+	for sent := 0; sent < send; sent += burst {
+		for _, c := range cr.conns {
+			for range min(burst, send-sent) {
+				if err := c.Write(ctx, websocket.MessageBinary, f); err != nil {
+					cr.close()
+					return nil, err
+				}
 			}
 		}
 	}
+	cr.started = time.Now()
 	return cr, nil
 }
 

@@ -76,8 +76,9 @@ func runRelay() error {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		json.NewEncoder(w).Encode(stats{
-			HeapInuse: ms.HeapInuse, StackIn: ms.StackInuse, Sys: ms.Sys,
-			Goroutine: runtime.NumGoroutine(), Active: h.Active(), Drops: drops.n.Load(), Rotations: rotations.Load(),
+			HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc, StackIn: ms.StackInuse, Sys: ms.Sys,
+			Goroutine: runtime.NumGoroutine(), Active: h.Active(), Rotations: rotations.Load(),
+			Drops: drops.toClient.Load(), DropsToModel: drops.toModel.Load(),
 		})
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -86,25 +87,62 @@ func runRelay() error {
 	}
 	fmt.Printf("listening %s\n", ln.Addr())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	return hs.Serve(ln)
+	return hs.Serve(sndbufListener{ln.(*net.TCPListener), *sndbuf})
 }
 
-// dropCounter is a MeterProvider that keeps only the relay's drop count,
-// read by /stats.
+// sndbufListener sets each accepted connection's send buffer to n bytes
+// (0: the system's, which on loopback grows to MiBs per connection): the
+// application's choice of how much of a slow client's backlog the kernel
+// holds before the relay's queue and overflow policy take over.
+type sndbufListener struct {
+	*net.TCPListener
+	n int
+}
+
+func (l sndbufListener) Accept() (net.Conn, error) {
+	c, err := l.AcceptTCP()
+	if err != nil {
+		return nil, err
+	}
+	if l.n > 0 {
+		if err := c.SetWriteBuffer(l.n); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// dropCounter is a MeterProvider that keeps only the relay's drop counts
+// by direction, read by /stats.
 type dropCounter struct {
 	metrics.NopMeter
-	n atomic.Int64
+	toClient, toModel atomic.Int64
 }
 
 func (d *dropCounter) Meter(string, ...metrics.MeterOption) metrics.Meter { return d }
 
 func (d *dropCounter) Int64Counter(name string, _ ...metrics.InstrumentOption) (metrics.Int64Counter, error) {
 	if name == relay.MetricDrops {
-		return counterFunc(func(n int64) { d.n.Add(n) }), nil
+		return counterFunc(func(n int64, dir string) {
+			if dir == relay.DirectionToModel {
+				d.toModel.Add(n)
+			} else {
+				d.toClient.Add(n)
+			}
+		}), nil
 	}
 	return d.NopMeter.Int64Counter(name)
 }
 
-type counterFunc func(int64)
+// counterFunc receives each Add with its direction attribute.
+type counterFunc func(n int64, direction string)
 
-func (f counterFunc) Add(_ context.Context, n int64, _ ...metrics.RecordMetricOption) { f(n) }
+func (f counterFunc) Add(_ context.Context, n int64, opts ...metrics.RecordMetricOption) {
+	var o metrics.RecordMetricOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	dir, _ := o.Properties.Get(relay.AttrDirection).(string)
+	f(n, dir)
+}
