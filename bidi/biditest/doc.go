@@ -103,12 +103,11 @@
 //
 // [Server.Record] records every stream as a cassette (package cassette):
 // the request, the response head, both directions' parts, exceptions and
-// the end. [Replay] turns a cassette, recorded here, by the local gateway,
-// by bidicat -record or by cassette.Record against a real endpoint, into a
-// Handler that answers as the recording did, at the recorded speed or
-// scaled, and fails ([Replayer.Err], [NewReplayServer]) when the client
-// sends something else or leaves recorded replies unread. An [Inspector]
-// shows a Server's streams live in a browser.
+// the end. Package bidi/biditest/replay turns a cassette, recorded here,
+// by the local gateway, by bidicat -record or by cassette.Record against
+// a real endpoint, into a Handler that answers as the recording did, and
+// package bidi/biditest/inspect shows a Server's streams live in a
+// browser.
 //
 // # Flow control
 //

@@ -154,7 +154,7 @@ type Server struct {
 	// the sink is closed. Bytes written with [Stream.WriteRaw] are not
 	// recorded. Errors of the sink do not affect the stream: a
 	// cassette.Writer keeps the first and returns it from Close. See
-	// package cassette and [Replay].
+	// package cassette, and package bidi/biditest/replay to replay them.
 	Record func(st *Stream) cassette.Sink
 
 	// HandshakeTimeout bounds the TLS handshake of a new connection and,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest/replay"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
@@ -108,8 +109,8 @@ func TestRecordReplaysTheSession(t *testing.T) {
 		t.Errorf("last event %+v", last)
 	}
 
-	replay, r := biditest.NewReplayServer(t, c, &biditest.ReplayOptions{TimeScale: -1})
-	sess, err = replay.Client().Open(ctx, in)
+	rsrv, r := replay.NewServer(t, c, &replay.Options{TimeScale: -1})
+	sess, err = rsrv.Client().Open(ctx, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestRecordReplaysTheSession(t *testing.T) {
 	if gotErr.Error() != wantErr.Error() {
 		t.Errorf("replay ended with %v, recording with %v", gotErr, wantErr)
 	}
-	replay.Close()
+	rsrv.Close()
 	if err := r.Err(); err != nil {
 		t.Error(err)
 	}

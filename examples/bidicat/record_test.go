@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest/replay"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
@@ -42,7 +43,7 @@ func TestRecord(t *testing.T) {
 		}
 	}
 
-	_, flags := server(t, biditest.Replay(c, &biditest.ReplayOptions{TimeScale: -1}))
+	_, flags := server(t, replay.New(c, &replay.Options{TimeScale: -1}))
 	rr := runCat(t, cleanEnv(t), in, append(flags, "-endpoint", "e", "-nl")...)
 	rr.wantCode(t, exitOK)
 	if rr.stdout != r.stdout {
