@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -20,6 +21,14 @@ import (
 // The helpers shared by the tests of package bidi_test: a biditest server
 // and sessions on it, client options, a logger, a stalling proxy, and the
 // waits that order a test's events without sleeping.
+
+// The credentials and region a biditest.Server accepts by default (as
+// its Credentials and Region fields document), for the tests whose
+// credentials provider or bench server does not see the Server.
+var (
+	serverCredentials = aws.Credentials{AccessKeyID: "AKIDBIDITEST", SecretAccessKey: "biditest-secret-access-key-0000"}
+	serverRegion      = "us-west-2"
+)
 
 // testCtx returns a context that bounds a test's waits.
 func testCtx(t *testing.T) context.Context {

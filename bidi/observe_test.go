@@ -243,7 +243,7 @@ func TestObservabilityWholeStream(t *testing.T) {
 	}
 	for k, v := range props {
 		s := fmt.Sprint(k, "=", v)
-		if strings.Contains(s, payload) || strings.Contains(s, biditest.SecretAccessKey) || strings.Contains(s, "Signature") {
+		if strings.Contains(s, payload) || strings.Contains(s, serverCredentials.SecretAccessKey) || strings.Contains(s, "Signature") {
 			t.Errorf("attribute leaks content: %s", s)
 		}
 	}

@@ -19,7 +19,7 @@ type countingCredentials struct{ n atomic.Int64 }
 
 func (c *countingCredentials) Retrieve(context.Context) (aws.Credentials, error) {
 	c.n.Add(1)
-	return aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey}, nil
+	return aws.Credentials{AccessKeyID: serverCredentials.AccessKeyID, SecretAccessKey: serverCredentials.SecretAccessKey}, nil
 }
 
 // TestRegionRuleEverywhere checks that a region that is not a lower-case

@@ -579,7 +579,7 @@ func (p *expiringCredentials) Retrieve(context.Context) (aws.Credentials, error)
 	defer p.mu.Unlock()
 	exp := time.Now().Add(p.life)
 	p.issued = append(p.issued, exp)
-	return aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey, CanExpire: true, Expires: exp}, nil
+	return aws.Credentials{AccessKeyID: serverCredentials.AccessKeyID, SecretAccessKey: serverCredentials.SecretAccessKey, CanExpire: true, Expires: exp}, nil
 }
 
 // The acceptance test of rotation ahead of expiring credentials: with

@@ -201,7 +201,7 @@ type countingProvider struct{ calls atomic.Int32 }
 
 func (p *countingProvider) Retrieve(context.Context) (aws.Credentials, error) {
 	p.calls.Add(1)
-	return aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey}, nil
+	return aws.Credentials{AccessKeyID: serverCredentials.AccessKeyID, SecretAccessKey: serverCredentials.SecretAccessKey}, nil
 }
 
 // blockingProvider never answers and ignores its context, until released.

@@ -81,8 +81,8 @@ type rawStream struct {
 func openRaw(t testing.TB, s *Server, name string, mods ...func(*rawOptions)) *rawStream {
 	t.Helper()
 	o := rawOptions{
-		creds:    aws.Credentials{AccessKeyID: AccessKeyID, SecretAccessKey: SecretAccessKey},
-		region:   Region,
+		creds:    aws.Credentials{AccessKeyID: defaultAccessKeyID, SecretAccessKey: defaultSecretAccessKey},
+		region:   defaultRegion,
 		service:  "sagemaker",
 		method:   http.MethodPost,
 		path:     "/endpoints/" + name + "/invocations-bidirectional-stream",
@@ -274,7 +274,7 @@ func expectRejection(t *testing.T, s *Server, rs *rawStream, called chan struct{
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Message == "" {
 		t.Fatalf("error body: %v %+v", err, body)
 	}
-	if strings.Contains(body.Message, SecretAccessKey) || strings.Contains(body.Message, "Signature=") {
+	if strings.Contains(body.Message, defaultSecretAccessKey) || strings.Contains(body.Message, "Signature=") {
 		t.Fatalf("error message leaks a secret: %q", body.Message)
 	}
 	if rules := violationsOf(s); len(rules) != 1 || rules[0] != rule {

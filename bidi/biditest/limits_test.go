@@ -343,7 +343,7 @@ func TestMaxRecordedBytes(t *testing.T) {
 // Credentials holds the credentials in force once the server started.
 func TestCredentialsAfterStart(t *testing.T) {
 	s := newTestServer(t, Echo())
-	if s.Credentials.AccessKeyID != AccessKeyID || s.Credentials.SecretAccessKey != SecretAccessKey {
+	if s.Credentials.AccessKeyID != defaultAccessKeyID || s.Credentials.SecretAccessKey != defaultSecretAccessKey {
 		t.Fatalf("Credentials after Start: %q", s.Credentials.AccessKeyID)
 	}
 }

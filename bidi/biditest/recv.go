@@ -89,7 +89,7 @@ func (st *Stream) Recv() (bidi.Message, error) {
 // maxRecvMessageSize returns MaxRecvMessageSize or its default.
 func (s *Server) maxRecvMessageSize() int {
 	if s.MaxRecvMessageSize <= 0 {
-		return DefaultMaxRecvMessageSize
+		return defaultMaxRecvMessageSize
 	}
 	return s.MaxRecvMessageSize
 }
@@ -304,7 +304,7 @@ func (st *Stream) record(p ReceivedPart) {
 	st.recordReceived(&p)
 	limit := st.s.MaxRecorded
 	if limit == 0 {
-		limit = DefaultMaxRecorded
+		limit = defaultMaxRecorded
 	}
 	st.recMu.Lock()
 	defer st.recMu.Unlock()

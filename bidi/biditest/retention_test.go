@@ -35,7 +35,7 @@ func TestForgetStreamAndTakeViolations(t *testing.T) {
 
 	// A request signed with another secret is a violation.
 	bad := srv.Client(func(o *bidi.Options) {
-		o.Credentials = credentials.NewStaticCredentialsProvider(biditest.AccessKeyID, "another secret", "")
+		o.Credentials = credentials.NewStaticCredentialsProvider(srv.Credentials.AccessKeyID, "another secret", "")
 		o.RetryMaxAttempts = 1
 	})
 	sess, err = bad.Open(ctx, &bidi.OpenInput{EndpointName: "e"})

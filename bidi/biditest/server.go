@@ -22,21 +22,22 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
-// The credentials and Region a [Server] accepts unless configured
-// otherwise. [Server.AWSConfig] and [Server.Client] hand them out.
+// The credentials and region a Server accepts unless configured
+// otherwise (documented on Server.Credentials and Server.Region).
 const (
-	AccessKeyID     = "AKIDBIDITEST"
-	SecretAccessKey = "biditest-secret-access-key-0000"
-	Region          = "us-west-2"
+	defaultAccessKeyID     = "AKIDBIDITEST"
+	defaultSecretAccessKey = "biditest-secret-access-key-0000"
+	defaultRegion          = "us-west-2"
 )
 
-// Defaults of the [Server] fields whose zero value means "default".
+// Defaults of the Server fields whose zero value means "default"
+// (documented on each field).
 const (
-	DefaultMaxConcurrentStreams = 250
-	DefaultMaxClockSkew         = 15 * time.Minute
-	DefaultMaxRecvMessageSize   = 16 << 20
-	DefaultMaxRecorded          = 1024
-	DefaultProductionVariant    = "AllTraffic"
+	defaultMaxConcurrentStreams = 250
+	defaultMaxClockSkew         = 15 * time.Minute
+	defaultMaxRecvMessageSize   = 16 << 20
+	defaultMaxRecorded          = 1024
+	defaultProductionVariant    = "AllTraffic"
 )
 
 // A Server is a SageMaker-compatible bidirectional streaming server for
@@ -62,16 +63,18 @@ type Server struct {
 	TLS *tls.Config
 
 	// Credentials are the only credentials the server accepts. The zero
-	// value means AccessKeyID and SecretAccessKey without a session token;
-	// Start sets the field to them, so that it always holds the
-	// credentials in force. With a SessionToken, requests must sign a
+	// value means access key ID "AKIDBIDITEST" and secret access key
+	// "biditest-secret-access-key-0000" without a session token; Start
+	// sets the field to them, so that it always holds the credentials in
+	// force. [Server.AWSConfig] and [Server.Client] hand them out. With a SessionToken, requests must sign a
 	// matching X-Amz-Security-Token header. With CanExpire, AWSConfig and
 	// Client hand them out with their Expires, and a request signed at or
 	// after Expires (by the server's clock) is refused as the service
 	// refuses expired credentials: 403 ExpiredTokenException.
 	Credentials aws.Credentials
 
-	// Region is the signing region the server expects. "" means Region.
+	// Region is the signing region the server expects. "" means
+	// "us-west-2"; Start sets the field to the region in force.
 	Region string
 
 	// SkipVerify accepts requests without checking any signature: the
@@ -81,7 +84,8 @@ type Server struct {
 	SkipVerify bool
 
 	// MaxConcurrentStreams is the number of concurrent streams a client
-	// may open on one connection. 0 means DefaultMaxConcurrentStreams.
+	// may open on one connection. 0 means 250; Start sets the field to
+	// the value in force.
 	MaxConcurrentStreams uint32
 
 	// MaxReceiveBufferPerStream is the HTTP/2 flow-control window for a
@@ -95,17 +99,17 @@ type Server struct {
 	H2C bool
 
 	// MaxClockSkew is how far the request's X-Amz-Date and each event's
-	// :date may be from the server's clock. 0 means DefaultMaxClockSkew; a
+	// :date may be from the server's clock. 0 means 15 minutes; a
 	// negative value disables the check.
 	MaxClockSkew time.Duration
 
 	// MaxRecvMessageSize bounds the message [Stream.Recv] reassembles, in
-	// bytes. 0 means DefaultMaxRecvMessageSize.
+	// bytes. 0 means 16 MiB.
 	MaxRecvMessageSize int
 
 	// MaxRecorded is the number of parts per stream that [Stream.Received]
 	// keeps (the first ones, within MaxRecordedBytes). 0 means
-	// DefaultMaxRecorded; a negative value keeps none, for benchmarks.
+	// 1024; a negative value keeps none, for benchmarks.
 	MaxRecorded int
 
 	// Now returns the server's clock, used for the skew checks and the
@@ -116,7 +120,7 @@ type Server struct {
 	// X-Amzn-Invoked-Production-Variant header of every 200 response
 	// whose request names no TargetVariant (a request that names one is
 	// answered with it, as SageMaker routes it there). "" means
-	// DefaultProductionVariant, the name SageMaker gives the variant of
+	// "AllTraffic", the name SageMaker gives the variant of
 	// a single-variant endpoint. [Stream.SetInvokedVariant] overrides it
 	// per stream.
 	ProductionVariant string
@@ -264,16 +268,20 @@ func (s *Server) Start() {
 
 	s.creds = s.Credentials
 	if s.creds.AccessKeyID == "" && s.creds.SecretAccessKey == "" {
-		s.creds = aws.Credentials{AccessKeyID: AccessKeyID, SecretAccessKey: SecretAccessKey, Source: "biditest"}
+		s.creds = aws.Credentials{AccessKeyID: defaultAccessKeyID, SecretAccessKey: defaultSecretAccessKey, Source: "biditest"}
 		s.Credentials = s.creds
 	}
 	s.region = s.Region
 	if s.region == "" {
-		s.region = Region
+		s.region = defaultRegion
+		s.Region = s.region
+	}
+	if s.MaxConcurrentStreams == 0 {
+		s.MaxConcurrentStreams = defaultMaxConcurrentStreams
 	}
 	s.maxSkew = s.MaxClockSkew
 	if s.maxSkew == 0 {
-		s.maxSkew = DefaultMaxClockSkew
+		s.maxSkew = defaultMaxClockSkew
 	}
 	if s.ErrorLog == nil {
 		s.ErrorLog = log.New(handshakeFilter{os.Stderr}, "", log.LstdFlags)

@@ -27,15 +27,15 @@ func TestServerConfig(t *testing.T) {
 		t.Fatalf("certificate does not cover the loopback names")
 	}
 	cfg := s.AWSConfig()
-	if cfg.Region != Region || aws.ToString(cfg.BaseEndpoint) != s.URL || cfg.HTTPClient != s.HTTPClient() {
+	if cfg.Region != defaultRegion || aws.ToString(cfg.BaseEndpoint) != s.URL || cfg.HTTPClient != s.HTTPClient() {
 		t.Fatalf("AWSConfig %+v", cfg)
 	}
 	c, err := cfg.Credentials.Retrieve(t.Context())
-	if err != nil || c.AccessKeyID != AccessKeyID || c.SecretAccessKey != SecretAccessKey {
+	if err != nil || c.AccessKeyID != defaultAccessKeyID || c.SecretAccessKey != defaultSecretAccessKey {
 		t.Fatalf("credentials %v %v", c.AccessKeyID, err)
 	}
 	opts := s.Client().Options()
-	if opts.TLSConfig == nil || opts.TLSConfig.RootCAs == nil || aws.ToString(opts.BaseEndpoint) != s.URL || opts.Region != Region {
+	if opts.TLSConfig == nil || opts.TLSConfig.RootCAs == nil || aws.ToString(opts.BaseEndpoint) != s.URL || opts.Region != defaultRegion {
 		t.Fatalf("client options %+v: want the SDK's own engine trusting the server", opts)
 	}
 

@@ -29,7 +29,7 @@ func kaServer() *Server {
 	s := NewUnstartedServer(nil)
 	s.Credentials = kaCreds
 	s.Now = func() time.Time { return kaTime.Add(4 * time.Minute) }
-	s.creds, s.region, s.maxSkew = s.Credentials, Region, DefaultMaxClockSkew
+	s.creds, s.region, s.maxSkew = s.Credentials, defaultRegion, defaultMaxClockSkew
 	return s
 }
 
@@ -240,7 +240,7 @@ func TestVerifySeedMatchesV4Signer(t *testing.T) {
 			for k, v := range tt.hdr {
 				req.Header[k] = v
 			}
-			if err := v4.NewSigner().SignHTTP(t.Context(), tt.creds, req, streamingPayloadHash, "sagemaker", Region, kaTime); err != nil {
+			if err := v4.NewSigner().SignHTTP(t.Context(), tt.creds, req, streamingPayloadHash, "sagemaker", defaultRegion, kaTime); err != nil {
 				t.Fatal(err)
 			}
 			s := kaServer()

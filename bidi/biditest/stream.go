@@ -353,7 +353,7 @@ func (st *Stream) invokedVariant() string {
 	case st.s.ProductionVariant != "":
 		return st.s.ProductionVariant
 	}
-	return DefaultProductionVariant
+	return defaultProductionVariant
 }
 
 // doneErr is the error of a write after the response is over.

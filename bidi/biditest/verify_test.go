@@ -17,7 +17,7 @@ import (
 )
 
 func TestRequestRejections(t *testing.T) {
-	wrongSecret := aws.Credentials{AccessKeyID: AccessKeyID, SecretAccessKey: "not-the-secret"}
+	wrongSecret := aws.Credentials{AccessKeyID: defaultAccessKeyID, SecretAccessKey: "not-the-secret"}
 	tests := []struct {
 		name      string
 		endpoint  string
@@ -114,7 +114,7 @@ func TestVerifySeedKnownAnswer(t *testing.T) {
 	s := NewUnstartedServer(nil)
 	s.Credentials = aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}
 	s.Now = func() time.Time { return signed.Add(4 * time.Minute) }
-	s.creds, s.region, s.maxSkew = s.Credentials, Region, DefaultMaxClockSkew
+	s.creds, s.region, s.maxSkew = s.Credentials, defaultRegion, defaultMaxClockSkew
 
 	r := &http.Request{
 		Method: "POST", Proto: "HTTP/2.0", ProtoMajor: 2,
@@ -194,7 +194,7 @@ func TestMidStreamViolations(t *testing.T) {
 		errorCode string
 	}{
 		{"tampered chunk signature", func(rs *rawStream) {
-			bad := eventstream.NewSigner(aws.Credentials{SecretAccessKey: "wrong"}, Region, "sagemaker", make([]byte, 32))
+			bad := eventstream.NewSigner(aws.Credentials{SecretAccessKey: "wrong"}, defaultRegion, "sagemaker", make([]byte, 32))
 			b, _ := bad.AppendMessage(nil, rs.part(wire.Part{Bytes: []byte("forged")}))
 			rs.write(b)
 		}, RuleChunkSignature, "InvalidSignatureException"},

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest/replay"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
@@ -37,7 +36,7 @@ func TestRecord(t *testing.T) {
 		t.Fatalf("recorder %q, events %q", c.Header.Recorder, got)
 	}
 	raw, _ := os.ReadFile(file)
-	for _, secret := range []string{biditest.SecretAccessKey, "Authorization", "Signature="} {
+	for _, secret := range []string{testCredentials.SecretAccessKey, "Authorization", "Signature="} {
 		if strings.Contains(string(raw), secret) {
 			t.Errorf("the cassette holds %q", secret)
 		}

@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	srv := o.conn.LocalServer(biditest.DemoModel(nil)) // echoes text
 	if srv != nil {
 		defer srv.Close()
-		fmt.Fprintf(stdout, "in-process server at %s (at most %d streams per connection)\n", srv.URL, biditest.DefaultMaxConcurrentStreams)
+		fmt.Fprintf(stdout, "in-process server at %s (at most %d streams per connection)\n", srv.URL, srv.MaxConcurrentStreams)
 	}
 	client, err := newClient(ctx, o, srv, &dials)
 	if err != nil {
