@@ -1,6 +1,10 @@
 package biditest
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+)
 
 // A Handler scripts the model behind a [Server]: ServeBidi runs once per
 // stream, in the server's request goroutine, after the request passed the
@@ -34,7 +38,7 @@ func Echo() Handler {
 			p, err := st.nextPart() // p.Data aliases the decoder until the next call
 			if err == nil {
 				if size += len(p.Data); size > limit {
-					err = ErrMessageTooLarge
+					err = bidi.ErrMessageTooLarge
 				} else {
 					err = st.SendPart(p.Part)
 				}
@@ -43,7 +47,7 @@ func Echo() Handler {
 				}
 			}
 			st.rmu.Unlock()
-			if errors.Is(err, ErrMessageTooLarge) {
+			if errors.Is(err, bidi.ErrMessageTooLarge) {
 				st.SendMessageTooLarge(limit)
 			}
 			if err != nil {

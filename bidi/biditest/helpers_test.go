@@ -245,8 +245,8 @@ func recvWithin[T any](t testing.TB, c <-chan T, what string) T {
 }
 
 // violationsOf returns the rules of s's violations.
-func violationsOf(s *Server) []Rule {
-	var rules []Rule
+func violationsOf(s *Server) []string {
+	var rules []string
 	for _, err := range s.Violations() {
 		var v *Violation
 		if errors.As(err, &v) {
@@ -263,7 +263,7 @@ func handlerCalled(called chan<- struct{}) Handler {
 
 // expectRejection checks an HTTP error response, the violation recorded
 // and that the handler did not run.
-func expectRejection(t *testing.T, s *Server, rs *rawStream, called chan struct{}, status int, errorType string, rule Rule) {
+func expectRejection(t *testing.T, s *Server, rs *rawStream, called chan struct{}, status int, errorType string, rule string) {
 	t.Helper()
 	resp := rs.mustResponse()
 	if resp.StatusCode != status || resp.Header.Get("X-Amzn-ErrorType") != errorType ||
@@ -281,7 +281,7 @@ func expectRejection(t *testing.T, s *Server, rs *rawStream, called chan struct{
 		t.Fatalf("violations %v, want [%s]", s.Violations(), rule)
 	}
 	var v *Violation
-	if !errors.As(s.Violations()[0], &v) || v.StatusCode() != status || v.ErrorType() != errorType || !errors.Is(v, ErrViolation) {
+	if !errors.As(s.Violations()[0], &v) || v.StatusCode != status || v.ErrorType != errorType {
 		t.Fatalf("violation %#v", s.Violations()[0])
 	}
 	select {

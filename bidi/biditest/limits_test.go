@@ -233,7 +233,7 @@ func TestMaxEventSize(t *testing.T) {
 	if wire.String(m, ":message-type") != "error" || !strings.Contains(wire.String(m, ":error-message"), "MaxEventSize") {
 		t.Fatalf("after an oversized prelude: %v", m.Headers)
 	}
-	if rules := violationsOf(s); len(rules) != 1 || rules[0] != RuleFraming {
+	if rules := violationsOf(s); len(rules) != 1 || rules[0] != ruleFraming {
 		t.Fatalf("violations %v", s.Violations())
 	}
 }
@@ -360,7 +360,7 @@ func TestExpiredCredentials(t *testing.T) {
 		t.Fatalf("AWSConfig credentials %+v, %v", got.Expires, err)
 	}
 	rs := openRaw(t, s, "e", func(o *rawOptions) { o.creds = creds })
-	expectRejection(t, s, rs, called, http.StatusForbidden, "ExpiredTokenException", RuleSignature)
+	expectRejection(t, s, rs, called, http.StatusForbidden, "ExpiredTokenException", ruleSignature)
 }
 
 func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }

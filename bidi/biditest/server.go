@@ -132,7 +132,7 @@ type Server struct {
 	// arrives, then returns them one by one. A message whose held parts
 	// cost more than MaxRecvMessageSize (their payloads, plus about a
 	// hundred bytes of bookkeeping each, so that a flood of empty PARTIAL
-	// parts is bounded too) fails with [ErrMessageTooLarge], and parts of a
+	// parts is bounded too) fails with an error matching bidi.ErrMessageTooLarge, and parts of a
 	// message the client never completed are dropped at the end of the
 	// stream. Use it to see the latency a client sending PARTIAL parts
 	// (live audio, say) gets from such a container: the first answer
@@ -188,7 +188,7 @@ type Server struct {
 	// the payload of a signed envelope (the PayloadPart message with its
 	// headers), or a bare event with SkipVerify. A larger event is
 	// refused from its length prefix, before its bytes are buffered: the
-	// stream fails with a RuleFraming [*Violation]. With the HTTP/2
+	// stream fails with a ruleFraming [*Violation]. With the HTTP/2
 	// window (MaxReceiveBufferPerStream), it bounds what one stream can
 	// make the server hold. 0 means 16 MiB + 64 KiB (a part of
 	// bidi.MaxPartSizeLimit with its headers); a negative value means the
@@ -202,6 +202,14 @@ type Server struct {
 	// [Server.ForgetStream] gives a stream's bytes back. 0 means 64 MiB;
 	// a negative value means no budget.
 	MaxRecordedBytes int
+
+	// OnViolation, if set, is called with every protocol violation as the
+	// server finds it, in the goroutine of the request that broke the
+	// rule, instead of keeping it for [Server.Violations]: a long-running
+	// server (the local gateway in examples/gateway, for one) logs them
+	// as they come without keeping them. It must not block for long: the
+	// rejection of the request waits for it.
+	OnViolation func(v *Violation)
 
 	// ErrorLog receives net/http's server errors and the server's own
 	// (failed accepts, connections over MaxConnections, streams over
@@ -569,14 +577,19 @@ func (s *Server) Streams() []*Stream {
 }
 
 // Violations returns the protocol violations seen so far, in order: each
-// is a [*Violation].
+// is a [*Violation]. With [Server.OnViolation] set it returns none.
 func (s *Server) Violations() []error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]error(nil), s.violations...)
 }
 
+// record hands v to OnViolation, or keeps it for Violations.
 func (s *Server) record(v *Violation) {
+	if s.OnViolation != nil {
+		s.OnViolation(v)
+		return
+	}
 	s.mu.Lock()
 	s.violations = append(s.violations, v)
 	s.mu.Unlock()

@@ -58,7 +58,7 @@ func TestHTTP1Rejected(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	rs := openRaw(t, s, "e", func(o *rawOptions) { o.client = &http.Client{Transport: tr} })
 	rs.pw.Close()
-	expectRejection(t, s, rs, called, http.StatusHTTPVersionNotSupported, "HttpVersionNotSupportedException", RuleHTTP2)
+	expectRejection(t, s, rs, called, http.StatusHTTPVersionNotSupported, "HttpVersionNotSupportedException", ruleHTTP2)
 }
 
 func TestH2C(t *testing.T) {
@@ -148,7 +148,7 @@ func TestCloseClientConnections(t *testing.T) {
 	rs := openRaw(t, s, "e")
 	rs.mustResponse()
 	s.CloseClientConnections()
-	if err := recvWithin(t, errc, "handler"); err == nil || errors.Is(err, ErrViolation) {
+	if err := recvWithin(t, errc, "handler"); err == nil || errors.As(err, new(*Violation)) {
 		t.Fatalf("RecvPart after the connection closed: %v", err)
 	}
 	if _, err := rs.next(); err == nil || err == io.EOF {

@@ -154,7 +154,7 @@ func (st *Stream) acceptLocked() error {
 //	})
 //
 // The response is flushed at once, while the client may still be sending.
-// Fail is possible only before the stream is accepted ([ErrAccepted]
+// Fail is possible only before the stream is accepted (an error
 // otherwise); the handler should return afterwards.
 func (st *Stream) Fail(status int, errorType string, fields map[string]any) error {
 	if status < 100 || status > 999 {
@@ -171,7 +171,7 @@ func (st *Stream) Fail(status int, errorType string, fields map[string]any) erro
 	defer st.wmu.Unlock()
 	switch {
 	case st.accepted:
-		return ErrAccepted
+		return errAccepted
 	case st.done || st.failed:
 		return st.doneErr()
 	}
@@ -333,7 +333,7 @@ func (st *Stream) sendViolation(v *Violation) {
 		return
 	}
 	if st.acceptLocked() == nil {
-		b, err := eventstream.AppendMessage(st.wbuf[:0], &eventstream.Message{Headers: wire.ErrorHeaders(v.errorType, v.Message)})
+		b, err := eventstream.AppendMessage(st.wbuf[:0], &eventstream.Message{Headers: wire.ErrorHeaders(v.ErrorType, v.Message)})
 		if err == nil {
 			st.wbuf = b
 			st.writeLocked(b)

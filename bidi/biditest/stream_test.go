@@ -151,8 +151,8 @@ func TestRecvLimits(t *testing.T) {
 		rs := openRaw(t, s, "e")
 		rs.sendPart(wire.Part{Bytes: []byte("123456"), CompletionState: wire.CompletionPartial})
 		rs.sendPart(wire.Part{Bytes: []byte("789012"), CompletionState: wire.CompletionComplete})
-		if err := recvWithin(t, errc, "Recv"); !errors.Is(err, ErrMessageTooLarge) {
-			t.Fatalf("Recv = %v, want ErrMessageTooLarge", err)
+		if err := recvWithin(t, errc, "Recv"); !errors.Is(err, bidi.ErrMessageTooLarge) {
+			t.Fatalf("Recv = %v, want bidi.ErrMessageTooLarge", err)
 		}
 	})
 	t.Run("ends inside a message", func(t *testing.T) {
@@ -224,7 +224,7 @@ func TestFailAfterAccept(t *testing.T) {
 	if resp := rs.mustResponse(); resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	if err := recvWithin(t, errc, "Fail"); !errors.Is(err, ErrAccepted) {
+	if err := recvWithin(t, errc, "Fail"); !errors.Is(err, errAccepted) {
 		t.Fatalf("Fail after Accept = %v", err)
 	}
 }
@@ -401,7 +401,7 @@ func TestRecvVsClientGone(t *testing.T) {
 	rs.mustResponse()
 	rs.cancel() // the client resets the stream
 	err := recvWithin(t, errc, "RecvPart")
-	if err == nil || errors.Is(err, ErrViolation) {
+	if err == nil || errors.As(err, new(*Violation)) {
 		t.Fatalf("RecvPart after client reset = %v, want a transport error", err)
 	}
 	if v := s.Violations(); len(v) != 0 {
