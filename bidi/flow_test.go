@@ -546,7 +546,7 @@ func TestSendMidMessageAfterStreamEnd(t *testing.T) {
 				for i := 0; i < tc.messages; i++ {
 					st.Send(bidi.Text(fmt.Sprint(i)))
 				}
-				st.SendModelStreamError("E", "container died")
+				st.SendException("ModelStreamError", []byte(`{"Message":"container died","ErrorCode":"E"}`))
 			}))
 			// 8-byte parts, each padded with 4 KiB read from the source:
 			// the second part's read waits for the gate, and the service

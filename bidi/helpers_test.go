@@ -16,6 +16,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
 
 // The helpers shared by the tests of package bidi_test: a biditest server
@@ -401,4 +402,14 @@ func (p *stallProxy) Close() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// encodeMessage encodes m for Stream.WriteRaw; it panics on a message
+// eventstream cannot encode (a test's bug).
+func encodeMessage(m *eventstream.Message) []byte {
+	b, err := eventstream.AppendMessage(nil, m)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

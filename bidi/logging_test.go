@@ -38,7 +38,7 @@ func TestNothingSensitiveLogged(t *testing.T) {
 		case "exception":
 			st.Accept()
 			st.Recv()
-			st.SendModelStreamError("E", "stream broke")
+			st.SendException("ModelStreamError", []byte(`{"Message":"stream broke","ErrorCode":"E"}`))
 			return
 		}
 		biditest.Echo().ServeBidi(st)

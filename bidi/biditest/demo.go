@@ -77,7 +77,7 @@ func DemoModel(opts *DemoOptions) Handler {
 		for turn := 1; ; turn++ {
 			m, err := st.Recv()
 			if errors.Is(err, bidi.ErrMessageTooLarge) {
-				st.SendMessageTooLarge(st.s.maxRecvMessageSize())
+				st.sendMessageTooLarge(st.s.maxRecvMessageSize())
 			}
 			if err != nil {
 				return

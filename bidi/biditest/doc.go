@@ -24,9 +24,10 @@
 // [Stream.Recv] read request events (raw parts or reassembled messages),
 // [Stream.SendPart] and [Stream.Send] answer with any DataType and
 // CompletionState, [Stream.Fail] answers with an HTTP error instead (for
-// example a 424 ModelError), [Stream.SendModelStreamError] and
-// [Stream.SendInternalStreamFailure] fail the stream mid-way,
-// [Stream.SendMessage] and [Stream.WriteRaw] send anything at all, and
+// example a 424 ModelError), [Stream.SendException] fails the stream
+// mid-way (a ModelStreamError or InternalStreamFailure),
+// [Stream.SendError] sends an unmodeled error message,
+// [Stream.WriteRaw] sends anything at all, and
 // [Stream.Reset] resets the stream. Blocking on [Stream.Context] stalls.
 // [Server.GoAway], [Server.CloseClientConnections] and
 // [Server.PauseConnections] (a peer that stops answering, PINGs included)

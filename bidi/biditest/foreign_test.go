@@ -357,8 +357,12 @@ func TestForeignClientMidStreamErrors(t *testing.T) {
 		fail func(st *Stream)
 		code string
 	}{
-		{"ModelStreamError", func(st *Stream) { st.SendModelStreamError("ModelError", "the model failed") }, "ModelError"},
-		{"InternalStreamFailure", func(st *Stream) { st.SendInternalStreamFailure("the platform failed") }, ""},
+		{"ModelStreamError", func(st *Stream) {
+			st.SendException("ModelStreamError", []byte(`{"Message":"the model failed","ErrorCode":"ModelError"}`))
+		}, "ModelError"},
+		{"InternalStreamFailure", func(st *Stream) {
+			st.SendException("InternalStreamFailure", []byte(`{"Message":"the platform failed"}`))
+		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestServer(t, HandlerFunc(func(st *Stream) {

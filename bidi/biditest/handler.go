@@ -23,8 +23,10 @@ func (f HandlerFunc) ServeBidi(st *Stream) { f(st) }
 // received part back as it arrives, with the same DataType and
 // CompletionState, until the client's end frame or an error. A message
 // over [Server.MaxRecvMessageSize] ends the stream with the
-// ModelStreamError "1009" a WebSocket container's read limit causes (see
-// [Stream.SendMessageTooLarge]); with [Server.WholeMessages] the parts of
+// ModelStreamError "1009" a WebSocket container's read limit causes
+// (Message `Model container closed the WebSocket connection (code 1009,
+// reason "message too big: over N bytes")`, in the local gateway's
+// words); with [Server.WholeMessages] the parts of
 // a message come back only once it is complete.
 func Echo() Handler {
 	return HandlerFunc(func(st *Stream) {
@@ -48,7 +50,7 @@ func Echo() Handler {
 			}
 			st.rmu.Unlock()
 			if errors.Is(err, bidi.ErrMessageTooLarge) {
-				st.SendMessageTooLarge(limit)
+				st.sendMessageTooLarge(limit)
 			}
 			if err != nil {
 				return

@@ -344,3 +344,13 @@ func goroutineStacks() []string {
 		buf = make([]byte, 2*len(buf))
 	}
 }
+
+// encodeMessage encodes m for Stream.WriteRaw; it panics on a message
+// eventstream cannot encode (a test's bug).
+func encodeMessage(m *eventstream.Message) []byte {
+	b, err := eventstream.AppendMessage(nil, m)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -239,8 +239,8 @@ var partD = map[string]string{
 
 func TestStreamErrorsMatchWire(t *testing.T) {
 	s := newTestServer(t, HandlerFunc(func(st *Stream) {
-		st.SendModelStreamError("StreamBroken", "model stream broke")
-		st.SendInternalStreamFailure("internal failure")
+		st.SendException("ModelStreamError", []byte(`{"Message":"model stream broke","ErrorCode":"StreamBroken"}`))
+		st.SendException("InternalStreamFailure", []byte(`{"Message":"internal failure"}`))
 		st.SendError("InternalError", "An internal server error occurred.")
 		st.SendException("SomethingNew", []byte(`{"message":"new thing"}`))
 	}))
@@ -258,10 +258,10 @@ func TestStreamErrorsMatchWire(t *testing.T) {
 
 func TestSendMessageAndWriteRaw(t *testing.T) {
 	s := newTestServer(t, HandlerFunc(func(st *Stream) {
-		st.SendMessage(&eventstream.Message{Headers: eventstream.Headers{
+		st.WriteRaw(encodeMessage(&eventstream.Message{Headers: eventstream.Headers{
 			{Name: ":message-type", Value: eventstream.StringValue("event")},
 			{Name: ":event-type", Value: eventstream.StringValue("FutureEvent")},
-		}, Payload: []byte("{}")})
+		}, Payload: []byte("{}")}))
 		st.WriteRaw([]byte{0, 0, 0, 99, 1}) // a truncated frame
 	}))
 	rs := openRaw(t, s, "e")

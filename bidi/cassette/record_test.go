@@ -25,7 +25,7 @@ func fragmenter() biditest.Handler {
 				return
 			}
 			if string(m.Data) == "fail" {
-				st.SendModelStreamError("1011", "boom")
+				st.SendException("ModelStreamError", []byte(`{"Message":"boom","ErrorCode":"1011"}`))
 				return
 			}
 			d, n := m.Data, 3

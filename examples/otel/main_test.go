@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -250,7 +251,8 @@ func failingModel() biditest.Handler {
 		if _, err := st.Recv(); err != nil {
 			return
 		}
-		_ = st.SendModelStreamError("1011", "the model choked on "+payload)
+		body, _ := json.Marshal(map[string]string{"Message": "the model choked on " + payload, "ErrorCode": "1011"})
+		_ = st.SendException("ModelStreamError", body)
 	})
 }
 

@@ -35,7 +35,7 @@ func scriptModel() biditest.Handler {
 				continue
 			}
 			if string(m.Data) == "fail" {
-				st.SendModelStreamError("1011", "Model container closed the WebSocket connection (code 1011, reason \"boom\")")
+				st.SendException("ModelStreamError", []byte(`{"Message":"Model container closed the WebSocket connection (code 1011, reason \"boom\")","ErrorCode":"1011"}`))
 				return
 			}
 			up := []byte(strings.ToUpper(string(m.Data)))

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -149,11 +150,11 @@ func (h *Handler) ServeBidi(st *biditest.Stream) {
 	switch {
 	case o.clean || s.clientGone.Load():
 	case o.internal:
-		if err := st.SendInternalStreamFailure(o.message); err != nil {
+		if err := st.SendException("InternalStreamFailure", exceptionBody(o.message, "")); err != nil {
 			log.Info("could not send the InternalStreamFailure: client gone", "err", err)
 		}
 	default:
-		if err := st.SendModelStreamError(o.errorCode(), o.message); err != nil {
+		if err := st.SendException("ModelStreamError", exceptionBody(o.message, o.errorCode())); err != nil {
 			log.Info("could not send the ModelStreamError: client gone", "err", err)
 		}
 	}
@@ -247,4 +248,15 @@ func (h *Handler) dial(ctx context.Context, path, query string) (*wsframe.Conn, 
 		err = &AcceptTimeoutError{Timeout: h.opts.DialTimeout, Err: err}
 	}
 	return conn, err
+}
+
+// exceptionBody is the JSON body of the modeled mid-stream exceptions,
+// {"Message": message, "ErrorCode": errorCode}, in the model's member
+// order, ErrorCode left out when empty.
+func exceptionBody(message, errorCode string) []byte {
+	b, _ := json.Marshal(struct {
+		Message   string `json:"Message"`
+		ErrorCode string `json:"ErrorCode,omitempty"`
+	}{message, errorCode})
+	return b
 }
