@@ -12,9 +12,8 @@
 //	client := srv.Client() // a *bidi.Client trusting only srv's certificate
 //	sess, err := client.Open(ctx, &bidi.OpenInput{EndpointName: "my-endpoint"})
 //
-// [Server.AWSConfig] and [Server.HTTPClient] give the pieces instead
-// (Region, static credentials, BaseEndpoint = [Server.URL], an HTTP/2-only
-// client). Use [NewUnstartedServer] to set fields such as
+// [Server.AWSConfig] gives the pieces instead (Region, static
+// credentials, BaseEndpoint = [Server.URL], an HTTP/2-only *http.Client). Use [NewUnstartedServer] to set fields such as
 // MaxConcurrentStreams, MaxReceiveBufferPerStream, Credentials, H2C,
 // ProductionVariant, WholeMessages or MaxStreamAge before [Server.Start].
 // [Server.Shutdown] stops the server gracefully (GOAWAY, running streams
@@ -30,8 +29,8 @@
 // [Stream.WriteRaw] sends anything at all, and
 // [Stream.Reset] resets the stream. Blocking on [Stream.Context] stalls.
 // [Server.GoAway], [Server.CloseClientConnections] and
-// [Server.PauseConnections] (a peer that stops answering, PINGs included)
-// act on connections.
+// [Server.PauseConnections] (a peer that stops answering, PINGs included,
+// until resumed) act on connections.
 //
 // # Checks
 //

@@ -245,7 +245,7 @@ func (fs *foreignStream) errorBody() map[string]any {
 }
 
 func foreignFor(s *Server) *foreignClient {
-	return &foreignClient{hc: s.HTTPClient(), url: s.URL, creds: aws.Credentials{AccessKeyID: defaultAccessKeyID, SecretAccessKey: defaultSecretAccessKey}, region: defaultRegion}
+	return &foreignClient{hc: s.client, url: s.URL, creds: aws.Credentials{AccessKeyID: defaultAccessKeyID, SecretAccessKey: defaultSecretAccessKey}, region: defaultRegion}
 }
 
 // A foreign client signing ":authority" echoes, sends fragments and ends

@@ -88,7 +88,7 @@ func openRaw(t testing.TB, s *Server, name string, mods ...func(*rawOptions)) *r
 		path:     "/endpoints/" + name + "/invocations-bidirectional-stream",
 		header:   http.Header{},
 		signTime: time.Now(),
-		client:   s.HTTPClient(),
+		client:   s.client,
 	}
 	o.header.Set("Content-Type", "application/vnd.amazon.eventstream")
 	o.header.Set("X-Amz-Content-Sha256", "STREAMING-AWS4-HMAC-SHA256-EVENTS")

@@ -276,7 +276,7 @@ func TestMaxStreamAgeClientNotReading(t *testing.T) {
 			}
 		}
 	}), func(s *Server) { s.MaxStreamAge = 100 * time.Millisecond })
-	tr := s.HTTPClient().Transport.(*http.Transport).Clone()
+	tr := s.client.Transport.(*http.Transport).Clone()
 	tr.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}
 	defer tr.CloseIdleConnections()
 	rs := openRaw(t, s, "e", func(o *rawOptions) { o.client = &http.Client{Transport: tr} })

@@ -46,7 +46,7 @@ const (
 //
 // Fields other than URL and Listener may be set on an unstarted server
 // (see [NewUnstartedServer]) and must not be changed after [Server.Start].
-// URL, Certificate, HTTPClient, AWSConfig and Client are meaningful once
+// URL, Certificate, AWSConfig and Client are meaningful once
 // the server is started. The methods are safe for concurrent use.
 type Server struct {
 	// URL is the base URL of the server, "https://127.0.0.1:PORT" (or
@@ -95,7 +95,8 @@ type Server struct {
 	MaxReceiveBufferPerStream int
 
 	// H2C serves HTTP/2 without TLS, with prior knowledge. URL then starts
-	// with "http://", and HTTPClient speaks unencrypted HTTP/2.
+	// with "http://", and the HTTP client of AWSConfig speaks
+	// unencrypted HTTP/2.
 	H2C bool
 
 	// MaxClockSkew is how far the request's X-Amz-Date and each event's
@@ -382,7 +383,7 @@ func (s *Server) Close() {
 		return
 	}
 
-	s.ResumeConnections() // so that closing connections can write
+	s.resumeConnections() // so that closing connections can write
 	s.cancel(ErrServerClosed)
 	s.Listener.Close()
 	for _, g := range gens {
@@ -435,15 +436,18 @@ func (s *Server) closeConns() {
 // stops reading and writing (a read already in progress may complete),
 // so it answers neither requests nor HTTP/2 PINGs, like a peer that died
 // without closing its TCP connections. Handlers keep running but their
-// writes block. ResumeConnections and Close undo it;
-// CloseClientConnections closes paused connections as any other.
-func (s *Server) PauseConnections() {
+// writes block. Calling resume, or Close, lets the connections proceed;
+// resume may be called more than once. CloseClientConnections closes
+// paused connections as any other. Pausing paused connections does
+// nothing more.
+func (s *Server) PauseConnections() (resume func()) {
 	gate := make(chan struct{})
 	s.paused.CompareAndSwap(nil, &gate)
+	return s.resumeConnections
 }
 
-// ResumeConnections lets paused connections proceed.
-func (s *Server) ResumeConnections() {
+// resumeConnections lets paused connections proceed.
+func (s *Server) resumeConnections() {
 	if gate := s.paused.Swap(nil); gate != nil {
 		close(*gate)
 	}
@@ -502,15 +506,14 @@ const goAwayGrace = 50 * time.Millisecond
 // H2C.
 func (s *Server) Certificate() *x509.Certificate { return s.cert }
 
-// HTTPClient returns an HTTP/2-only client that trusts the server's
-// certificate and nothing else (with H2C, a client speaking unencrypted
-// HTTP/2). Every call returns the same client; Close closes its idle
-// connections.
-func (s *Server) HTTPClient() *http.Client { return s.client }
-
 // AWSConfig returns a configuration for the server: its Region, the
 // credentials it accepts (static ones, or with their expiry when
-// Credentials.CanExpire is set), BaseEndpoint set to URL and HTTPClient.
+// Credentials.CanExpire is set), BaseEndpoint set to URL, and as
+// HTTPClient an *http.Client, HTTP/2 only, that trusts the server's
+// certificate and nothing else (with H2C, one speaking unencrypted
+// HTTP/2): the client for raw requests, or for an AWS SDK client. Every
+// call hands out the same *http.Client; Close closes its idle
+// connections.
 func (s *Server) AWSConfig() aws.Config {
 	return aws.Config{
 		Region:       s.region,
@@ -532,7 +535,8 @@ func (s *Server) credentialsProvider() aws.CredentialsProvider {
 }
 
 // Client returns a *bidi.Client for the server (unlike httptest's
-// Server.Client, which returns an *http.Client: that one is HTTPClient):
+// Server.Client, which returns an *http.Client: that one is AWSConfig's
+// HTTPClient):
 // bidi.NewFromConfig with AWSConfig, Region and BaseEndpoint, then optFns.
 // Unless optFns set RootCAs of their own, the client trusts only the
 // server's certificate (Options.TLSConfig), so that

@@ -27,7 +27,7 @@ func TestServerConfig(t *testing.T) {
 		t.Fatalf("certificate does not cover the loopback names")
 	}
 	cfg := s.AWSConfig()
-	if cfg.Region != defaultRegion || aws.ToString(cfg.BaseEndpoint) != s.URL || cfg.HTTPClient != s.HTTPClient() {
+	if cfg.Region != defaultRegion || aws.ToString(cfg.BaseEndpoint) != s.URL || cfg.HTTPClient != s.client {
 		t.Fatalf("AWSConfig %+v", cfg)
 	}
 	c, err := cfg.Credentials.Retrieve(t.Context())
@@ -42,9 +42,9 @@ func TestServerConfig(t *testing.T) {
 	// The client trusts only this server's certificate.
 	other := newTestServer(t, nil)
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", other.URL+"/", nil)
-	if resp, err := s.HTTPClient().Do(req); err == nil {
+	if resp, err := s.client.Do(req); err == nil {
 		resp.Body.Close()
-		t.Fatal("HTTPClient trusted another server's certificate")
+		t.Fatal("the client of AWSConfig trusted another server's certificate")
 	}
 }
 
@@ -164,13 +164,13 @@ func TestCloseClientConnections(t *testing.T) {
 func TestPauseConnections(t *testing.T) {
 	s := newTestServer(t, Echo())
 	// A client that checks idle connections with PINGs.
-	tr := s.HTTPClient().Transport.(*http.Transport).Clone()
+	tr := s.client.Transport.(*http.Transport).Clone()
 	tr.HTTP2 = &http.HTTP2Config{SendPingTimeout: 50 * time.Millisecond, PingTimeout: 100 * time.Millisecond}
 	defer tr.CloseIdleConnections()
 	rs := openRaw(t, s, "e", func(o *rawOptions) { o.client = &http.Client{Transport: tr} })
 	echoOnce(t, rs, "before")
 
-	s.PauseConnections()
+	resume := s.PauseConnections()
 	start := time.Now()
 	if _, err := rs.next(); err == nil || err == io.EOF {
 		t.Fatalf("read from a paused server: %v, want a dead-peer error", err)
@@ -178,7 +178,8 @@ func TestPauseConnections(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("dead peer detected after %v", d)
 	}
-	s.ResumeConnections()
+	resume()
+	resume() // a second time does nothing
 	rs2 := openRaw(t, s, "e")
 	echoOnce(t, rs2, "after")
 }

@@ -357,7 +357,7 @@ func TestSendBlocksUntilClientReads(t *testing.T) {
 		}
 	}))
 	// A client with a 64 KiB stream window (Go's default is 4 MiB).
-	tr := s.HTTPClient().Transport.(*http.Transport).Clone()
+	tr := s.client.Transport.(*http.Transport).Clone()
 	tr.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}
 	defer tr.CloseIdleConnections()
 	rs := openRaw(t, s, "e", func(o *rawOptions) { o.client = &http.Client{Transport: tr} })
