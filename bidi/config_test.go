@@ -383,7 +383,7 @@ sagemaker_runtime_http2 =
 			t.Fatal(err)
 		}
 		c := NewFromConfig(cfg, func(o *Options) { o.MaxPartSize = 4096 })
-		if c.options.Region != "us-west-2" || c.options.MaxPartSize != 4096 || c.options.MaxMessageSize != DefaultMaxMessageSize {
+		if c.options.Region != "us-west-2" || c.options.MaxPartSize != 4096 || c.options.MaxMessageSize != defaultMaxMessageSize {
 			t.Errorf("client options = %+v", c.options)
 		}
 	})

@@ -88,8 +88,8 @@
 // Options.TracerProvider and Options.MeterProvider (smithy-go's
 // interfaces, as in aws-sdk-go-v2) trace each session with one span from
 // Open to the stream's end and record client.call.* and stream-level
-// metrics (see [SpanName], [StreamMetricPrefix]); unset, they cost
-// nothing. Payloads, credentials and signatures never appear in them.
+// metrics (their names are documented on the two fields); unset, they
+// cost nothing. Payloads, credentials and signatures never appear in them.
 //
 // # Connections
 //

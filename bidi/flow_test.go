@@ -555,7 +555,7 @@ func TestSendMidMessageAfterStreamEnd(t *testing.T) {
 			c := srv.Client(func(o *bidi.Options) {
 				o.MaxPartSize = 8
 				o.PaddingSource = src
-				o.Padding = bidi.PaddingFunc(func(int) int { return 4096 })
+				o.Padding = func(int) int { return 4096 }
 			})
 			ctx := testCtx(t)
 			sess := open(t, c, ctx)
@@ -604,12 +604,12 @@ func TestPaddingSourceWaitBounded(t *testing.T) {
 	c := srv.Client(func(o *bidi.Options) {
 		o.MaxPartSize = 8
 		o.PaddingSource = src
-		o.Padding = bidi.PaddingFunc(func(n int) int {
+		o.Padding = func(n int) int {
 			if n == 8 {
 				return 0
 			}
 			return 4096
-		})
+		}
 	})
 	ctx := testCtx(t)
 	a, b, cl, d := open(t, c, ctx), open(t, c, ctx), open(t, c, ctx), open(t, c, ctx)
@@ -660,7 +660,7 @@ func TestPaddingSourceReadSize(t *testing.T) {
 	src := newGateSource(t, -1, nil) // never waits
 	c := srv.Client(func(o *bidi.Options) {
 		o.PaddingSource = src
-		o.Padding = bidi.PaddingFunc(func(int) int { return bidi.MaxPadding })
+		o.Padding = func(int) int { return 32767 }
 	})
 	ctx := testCtx(t)
 	sess := open(t, c, ctx)

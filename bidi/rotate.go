@@ -10,40 +10,32 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
-// DefaultRotateAfter is the stream age at which a [RotatingSession] opens
-// a successor when Rotation.After is 0: a minute under the 30 minutes
-// SageMaker lets one stream last, which leaves the old stream time to
-// finish its replies after its input ends (the cap is not documented, and
-// the service counts from its side of the handshake).
-const DefaultRotateAfter = 29 * time.Minute
-
-// DefaultMaxReconnects is Rotation.MaxReconnects when it is 0.
-const DefaultMaxReconnects = 3
-
-// DefaultFinishQuiet is the default Rotation.FinishQuiet.
-const DefaultFinishQuiet = 2 * time.Second
-
-// DefaultExpiryMargin is Rotation.ExpiryMargin when it is 0.
-const DefaultExpiryMargin = 5 * time.Minute
-
-// DefaultReplayBytes bounds the replay window when Rotation.ReplayWindow
-// is set and Rotation.ReplayBytes is 0.
-const DefaultReplayBytes = 1 << 20
+// The defaults of the Rotation fields, documented on each field.
+const (
+	defaultRotateAfter   = 29 * time.Minute
+	defaultMaxReconnects = 3
+	defaultFinishQuiet   = 2 * time.Second
+	defaultExpiryMargin  = 5 * time.Minute
+	defaultReplayBytes   = 1 << 20
+)
 
 // Rotation configures a [RotatingSession]: when its streams are replaced,
 // what the application sends at each boundary, and what is sent again
-// after a fault. The zero value rotates every DefaultRotateAfter (and
-// before temporary credentials expire), sends nothing at the boundaries,
-// replays nothing and reconnects at most DefaultMaxReconnects times in a
-// row.
+// after a fault. The zero value rotates every 29 minutes (and before
+// temporary credentials expire), sends nothing at the boundaries, replays
+// nothing and reconnects at most 3 times in a row.
 type Rotation struct {
 	// After is the age at which a stream is replaced, planned and
 	// make-before-break: the successor is opened (with fresh credentials)
 	// and given its Preamble while the old stream still carries the
-	// application's messages. 0 means DefaultRotateAfter; a negative value
-	// disables rotation by age (streams are then replaced only when they
-	// end early, when their credentials expire, or on Rotate). The age is
-	// measured from just before the stream's Open.
+	// application's messages. 0 means 29 minutes: a minute under the 30
+	// minutes SageMaker lets one stream last, which leaves the old stream
+	// time to finish its replies after its input ends (the cap is not
+	// documented, and the service counts from its side of the handshake).
+	// A negative value disables rotation by age (streams are then
+	// replaced only when they end early, when their credentials expire,
+	// or on Rotate). The age is measured from just before the stream's
+	// Open.
 	After time.Duration
 
 	// ExpiryMargin is how long before its credentials expire a stream is
@@ -52,7 +44,7 @@ type Rotation struct {
 	// with credentials valid past the margin (a cached provider is
 	// refreshed for it). A stream is never replaced by expiry earlier than
 	// halfway between its open and its credentials' expiry. 0 means
-	// DefaultExpiryMargin; a negative value disables it.
+	// 5 minutes; a negative value disables it.
 	ExpiryMargin time.Duration
 
 	// Preamble, if set, sends what a new stream needs before the
@@ -87,7 +79,7 @@ type Rotation struct {
 	// [Session.Finish]) once the model has been quiet that long, so that
 	// replies still on their way are not lost (SageMaker closes the
 	// container's connection when the input ends). Recv returns the
-	// successor's replies meanwhile. 0 means DefaultFinishQuiet; a
+	// successor's replies meanwhile. 0 means 2 seconds; a
 	// negative value ends the input at once.
 	FinishQuiet time.Duration
 
@@ -108,7 +100,7 @@ type Rotation struct {
 
 	// ReplayBytes bounds the replay window's Data, oldest messages
 	// dropped first; a message larger than it is not kept. 0 means
-	// DefaultReplayBytes when ReplayWindow is set; with ReplayWindow 0 a
+	// 1 MiB when ReplayWindow is set; with ReplayWindow 0 a
 	// positive ReplayBytes alone turns replay on, bounded by size only.
 	ReplayBytes int
 
@@ -126,11 +118,11 @@ type Rotation struct {
 
 	// MaxReconnects bounds the reconnects in a row: a failed attempt to
 	// open a successor counts as one, and so does a stream that ends early
-	// within a tenth of After (of DefaultRotateAfter when rotation by age
+	// within a tenth of After (of 29 minutes when rotation by age
 	// is disabled); a stream that lasted longer, or was rotated as
 	// planned, starts the count again. Once it is exceeded, the session's
-	// terminal error is a [*ReconnectError]. 0 means
-	// DefaultMaxReconnects; a negative value means no reconnect.
+	// terminal error is a [*ReconnectError]. 0 means 3; a negative value
+	// means no reconnect.
 	MaxReconnects int
 
 	// Backoff returns how long to wait before reconnect n (1 for the
@@ -267,7 +259,7 @@ func (e *ReconnectError) Unwrap() error { return e.Err }
 // first); the old stream then gets its Finish and, once its model has
 // been quiet for FinishQuiet, its end frame. No message and no reply is
 // lost, provided the old stream finishes before the service's cap (hence
-// the margin in DefaultRotateAfter).
+// the margin in Rotation.After's default).
 //
 // A stream that ends early (an InternalStreamFailure, a ModelStreamError,
 // a reset, a dead connection, a GOAWAY, a clean end before CloseSend) is
@@ -510,20 +502,20 @@ func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (
 		replay:        newReplayWindow(r.ReplayWindow, r.ReplayBytes),
 	}
 	if rs.finishQuiet == 0 {
-		rs.finishQuiet = DefaultFinishQuiet
+		rs.finishQuiet = defaultFinishQuiet
 	}
 	if rs.after == 0 {
-		rs.after = DefaultRotateAfter
+		rs.after = defaultRotateAfter
 	}
 	if rs.expiryMargin == 0 {
-		rs.expiryMargin = DefaultExpiryMargin
+		rs.expiryMargin = defaultExpiryMargin
 	}
 	rs.stable = rs.after / 10
 	if rs.after < 0 {
-		rs.stable = DefaultRotateAfter / 10
+		rs.stable = defaultRotateAfter / 10
 	}
 	if rs.maxReconnects == 0 {
-		rs.maxReconnects = DefaultMaxReconnects
+		rs.maxReconnects = defaultMaxReconnects
 	}
 	if rs.backoff == nil {
 		rs.backoff = defaultReconnectBackoff

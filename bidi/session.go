@@ -156,11 +156,11 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 		maxMessage: c.options.MaxMessageSize,
 	}
 	if s.maxPart <= 0 {
-		s.maxPart = DefaultMaxPartSize
+		s.maxPart = defaultMaxPartSize
 	}
 	s.partCut = partialCut(s.maxPart, c.options.Padding)
 	if s.maxMessage <= 0 {
-		s.maxMessage = DefaultMaxMessageSize
+		s.maxMessage = defaultMaxMessageSize
 	}
 	s.state.init()
 	s.ctx, s.cancel = context.WithCancelCause(parent)

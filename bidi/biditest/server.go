@@ -189,11 +189,11 @@ type Server struct {
 	// the payload of a signed envelope (the PayloadPart message with its
 	// headers), or a bare event with SkipVerify. A larger event is
 	// refused from its length prefix, before its bytes are buffered: the
-	// stream fails with a ruleFraming [*Violation]. With the HTTP/2
-	// window (MaxReceiveBufferPerStream), it bounds what one stream can
-	// make the server hold. 0 means 16 MiB + 64 KiB (a part of
-	// bidi.MaxPartSizeLimit with its headers); a negative value means the
-	// event-stream limit, 24 MiB.
+	// stream fails with a "framing" [*Violation]. With the HTTP/2 window
+	// (MaxReceiveBufferPerStream), it bounds what one stream can make the
+	// server hold. 0 means 16 MiB + 64 KiB (a part of the largest
+	// bidi.Options.MaxPartSize, 16 MiB, with its headers); a negative
+	// value means the event-stream limit, 24 MiB.
 	MaxEventSize int
 
 	// MaxRecordedBytes caps the bytes the server keeps for

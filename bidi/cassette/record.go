@@ -15,13 +15,13 @@ import (
 // RecordOptions configure [Record]. The zero value is ready to use.
 type RecordOptions struct {
 	// MaxMessageSize bounds a message [Recording.Recv] reassembles. 0
-	// means bidi.DefaultMaxMessageSize; set it to the client's
-	// Options.MaxMessageSize when that differs.
+	// means 16 MiB, the default of bidi.Options.MaxMessageSize; set it to
+	// the client's Options.MaxMessageSize when that differs.
 	MaxMessageSize int
 	// MaxPartSize is the client's Options.MaxPartSize: [Recording.Send]
 	// records a larger message as the PARTIAL…COMPLETE parts the session
 	// sends it in, so that a replay matches the parts that travel. 0
-	// means bidi.DefaultMaxPartSize.
+	// means 64 KiB, the default of bidi.Options.MaxPartSize.
 	MaxPartSize int
 	// Now is the clock of the event times. Nil means time.Now.
 	Now func() time.Time
@@ -75,10 +75,10 @@ func Record(sess *bidi.Session, in *bidi.OpenInput, sink Sink, opts *RecordOptio
 		o.Now = time.Now
 	}
 	if o.MaxMessageSize <= 0 {
-		o.MaxMessageSize = bidi.DefaultMaxMessageSize
+		o.MaxMessageSize = 16 << 20
 	}
 	if o.MaxPartSize <= 0 {
-		o.MaxPartSize = bidi.DefaultMaxPartSize
+		o.MaxPartSize = 64 << 10
 	}
 	r := &Recording{sess: sess, sink: sink, now: o.Now, start: o.Now(), max: o.MaxMessageSize, part: o.MaxPartSize}
 	open := Event{Kind: KindOpen}

@@ -75,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := o.conn.Check(); err != nil {
 		return nil, err
 	}
-	if o.sessions < 1 || o.messages < 1 || o.size < 32 || o.size > bidi.DefaultMaxMessageSize {
+	if o.sessions < 1 || o.messages < 1 || o.size < 32 || o.size > 16<<20 { // bidi's default Options.MaxMessageSize
 		return nil, errors.New("-sessions and -messages must be positive, -size 32 bytes to 16 MiB")
 	}
 	return o, nil
