@@ -291,7 +291,7 @@ func TestEncodePartAllocs(t *testing.T) {
 // TestEncodePartContentType: like aws-sdk-go-v2, a part without payload
 // carries no :content-type (docs/wire.md §4.1); a part with payload does.
 func TestEncodePartContentType(t *testing.T) {
-	c := &Client{options: Options{Padding: NoPadding}}
+	c := &Client{options: Options{Padding: noPadding}}
 	s := &Session{c: c, opts: &c.options}
 	for _, data := range [][]byte{nil, {}, []byte("x")} {
 		part, err := s.encodePart(context.Background(), Part{Data: data, Complete: true})

@@ -35,7 +35,7 @@
 // SendPart reaches the model, and gets its first result, only at its end.
 // Fragments are right for one large message that must arrive whole (a
 // file, an image, a long prompt). While a message begun with
-// SendPart is incomplete, CloseSend returns [ErrMessageInProgress] and
+// SendPart is incomplete, CloseSend returns an error and
 // ends nothing: check its error, or a Recv waiting for io.EOF waits until
 // its context ends.
 //

@@ -105,8 +105,8 @@ func TestSendInterruptedMidMessage(t *testing.T) {
 	cancel()
 	err := <-done
 	var ie *bidi.SendInterruptedError
-	if !errors.As(err, &ie) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Send = %v, want *SendInterruptedError wrapping Canceled", err)
+	if !errors.As(err, &ie) || !errors.Is(err, context.Canceled) || !errors.Is(err, bidi.ErrSendInterrupted) {
+		t.Fatalf("Send = %v, want an error matching ErrSendInterrupted wrapping Canceled", err)
 	}
 	if err := sess.Send(ctx, bidi.Text("x")); !errors.As(err, &ie) {
 		t.Fatalf("Send after the interruption = %v", err)
@@ -439,7 +439,7 @@ func TestPaddingSourceSharedBySessions(t *testing.T) {
 	}))
 	src := &overlapReader{}
 	// Parts padded to 4 KiB: every Send reads the source.
-	c := srv.Client(func(o *bidi.Options) { o.PaddingSource = src; o.Padding = bidi.FixedBucket(4096) })
+	c := srv.Client(func(o *bidi.Options) { o.PaddingSource = src; o.Padding = fixedBucket(4096) })
 	ctx := testCtx(t)
 	const sessions, sends = 4, 25
 	var wg sync.WaitGroup

@@ -413,3 +413,9 @@ func encodeMessage(m *eventstream.Message) []byte {
 	}
 	return b
 }
+
+// fixedBucket is the padding policy Options.Padding's doc comment spells
+// out: payload+P a multiple of size.
+func fixedBucket(size int) func(int) int {
+	return func(n int) int { return (n/size+1)*size - n }
+}

@@ -24,7 +24,7 @@ const (
 
 	// spanName is the name of the span that covers a whole session, from
 	// Open to the stream's end.
-	spanName = ServiceID + ".InvokeEndpointWithBidirectionalStream"
+	spanName = serviceID + ".InvokeEndpointWithBidirectionalStream"
 
 	// streamMetricPrefix prefixes the stream-level metrics.
 	streamMetricPrefix = "sagemaker_bidi.stream."
@@ -35,7 +35,7 @@ const (
 	eventRetry      = "retry"       // the open is tried again (attributes attempt, error.type)
 
 	// Attributes.
-	attrService      = "rpc.service" // ServiceID
+	attrService      = "rpc.service" // serviceID
 	attrMethod       = "rpc.method"  // "InvokeEndpointWithBidirectionalStream"
 	attrEndpoint     = "aws.sagemaker.endpoint_name"
 	attrStatusCode   = "http.status_code" // the response status
@@ -55,7 +55,7 @@ const (
 	endHTTPError    = "http_error"    // the service answered with an HTTP error
 	endStreamError  = "stream_error"  // a mid-stream exception (ModelStreamError, InternalStreamFailure, ...)
 	endConnection   = "connection"    // the connection failed (dead peer, reset, refused)
-	endSendAborted  = "send_aborted"  // a Send was interrupted halfway (SendInterruptedError)
+	endSendAborted  = "send_aborted"  // a Send was interrupted halfway (ErrSendInterrupted)
 	endClientFailed = "client_failed" // credentials, signing or encoding failed
 )
 
@@ -108,7 +108,7 @@ func newObserver(tp tracing.TracerProvider, mp metrics.MeterProvider) *observer 
 	o.retries, _ = m.Int64Counter(streamMetricPrefix+"retries", unit("{retry}", "Retried opens"))
 	o.ends, _ = m.Int64Counter(streamMetricPrefix+"ends", unit("{session}", "Ended sessions, by end_reason"))
 	o.baseRecordOpt = []metrics.RecordMetricOption{func(ro *metrics.RecordMetricOptions) {
-		ro.Properties.Set(attrService, ServiceID)
+		ro.Properties.Set(attrService, serviceID)
 		ro.Properties.Set(attrMethod, "InvokeEndpointWithBidirectionalStream")
 	}}
 	return o
@@ -135,7 +135,7 @@ func (o *observer) startSession(ctx context.Context, endpoint string) *sessionOb
 	}
 	sctx, span := o.tracer.StartSpan(ctx, spanName, func(so *tracing.SpanOptions) {
 		so.Kind = tracing.SpanKindClient
-		so.Properties.Set(attrService, ServiceID)
+		so.Properties.Set(attrService, serviceID)
 		so.Properties.Set(attrMethod, "InvokeEndpointWithBidirectionalStream")
 		so.Properties.Set(attrEndpoint, endpoint)
 	})
@@ -239,7 +239,7 @@ func endReason(err error) string {
 	var (
 		re  *ResponseError
 		oce *OpenContextError
-		sie *SendInterruptedError
+		sie *sendInterruptedError
 		mse *ModelStreamError
 		isf *InternalStreamFailure
 		se  *ExceptionError
@@ -259,7 +259,7 @@ func endReason(err error) string {
 		return endSendAborted
 	case errors.As(err, &mse), errors.As(err, &isf), errors.As(err, &se):
 		return endStreamError
-	case errors.Is(err, ErrNoCredentials), errors.Is(err, ErrExpiredCredentials), errors.Is(err, ErrMalformedResponse):
+	case errors.Is(err, errNoCredentials), errors.Is(err, errExpiredCredentials), errors.Is(err, ErrMalformedResponse):
 		return endClientFailed
 	}
 	return endConnection

@@ -120,7 +120,7 @@ type Options struct {
 	// "SageMaker Runtime HTTP2.InvokeEndpointWithBidirectionalStream", of
 	// kind client, from the tracer of scope
 	// "github.com/sagemaker-bidi/sagemaker-bidi/bidi". Its attributes:
-	// "rpc.service" ([ServiceID]), "rpc.method"
+	// "rpc.service" ("SageMaker Runtime HTTP2"), "rpc.method"
 	// ("InvokeEndpointWithBidirectionalStream"),
 	// "aws.sagemaker.endpoint_name", "http.status_code" (the response
 	// status), "end_reason" (below), and for a session that failed
@@ -180,12 +180,17 @@ type Options struct {
 	// sent part of payloadLen bytes carries in its P header, to hide the
 	// exact payload size from an observer of the encrypted traffic (0
 	// omits the P header; values above 32767, the most P can hold, count
-	// as 32767). Nil means [BucketPadding]; [NoPadding] disables padding;
-	// [FixedBucket] pads to a multiple of a size. A policy must be
-	// deterministic in payloadLen: random-length padding alone does not
-	// hide sizes, since repeated observations average it out; pad so that
-	// payload+padding falls on a small set of sizes instead. It must be
-	// safe for concurrent use.
+	// as 32767). Nil means [BucketPadding]. Two others:
+	//
+	//	func(int) int { return 0 } // no padding: exact sizes are visible
+	//	func(n int) int { return (n/size+1)*size - n } // payload+P a multiple of size (at most 32767)
+	//
+	// A policy must be deterministic in payloadLen: random-length padding
+	// alone does not hide sizes, since repeated observations average it
+	// out; pad so that payload+padding falls on a small set of sizes
+	// instead. Small buckets leak more; a bucket at least as large as the
+	// biggest payload hides sizes completely at the cost of bandwidth. A
+	// policy must be safe for concurrent use.
 	Padding func(payloadLen int) int
 
 	// PaddingSource supplies the random bytes of the padding (mapped to
@@ -267,9 +272,9 @@ type Options struct {
 	engineHooks *transport.Hooks
 }
 
-// Copy returns a copy of o that shares no pointers the Client might
+// clone returns a copy of o that shares no pointers the Client might
 // modify.
-func (o Options) Copy() Options {
+func (o Options) clone() Options {
 	if o.BaseEndpoint != nil {
 		s := *o.BaseEndpoint
 		o.BaseEndpoint = &s
@@ -373,11 +378,11 @@ func (o *Options) validate() error {
 	case o.HealthCheckTimeout < 0:
 		return fmt.Errorf("bidi: Options.HealthCheckTimeout %v is negative", o.HealthCheckTimeout)
 	case o.Credentials == nil:
-		return ErrNoCredentials
+		return errNoCredentials
 	case o.Region == "" && o.BaseEndpoint != nil:
 		// Without a custom endpoint, endpoint resolution reports the
 		// missing region in the rule set's words.
-		return ErrNoRegion
+		return errNoRegion
 	}
 	return nil
 }

@@ -37,23 +37,6 @@ func BucketPadding(payloadLen int) int {
 	return roundUp(m, step) - payloadLen
 }
 
-// NoPadding is the padding policy that disables padding: parts carry no
-// P header, and their exact sizes are visible to an observer of the
-// encrypted traffic.
-func NoPadding(payloadLen int) int { return 0 }
-
-// FixedBucket returns a padding policy that pads payload + P to the next
-// multiple of size, with at least one byte of padding. size is clamped to
-// [1, 32767]. Small sizes leak more; a size at least as large as the
-// biggest payload hides sizes completely at the cost of bandwidth.
-func FixedBucket(size int) func(payloadLen int) int {
-	size = min(max(size, 1), maxPadding)
-	return func(payloadLen int) int {
-		payloadLen = max(payloadLen, 0)
-		return roundUp(payloadLen+1, size) - payloadLen
-	}
-}
-
 func roundUp(n, step int) int { return (n + step - 1) / step * step }
 
 // padLen asks policy p (nil: BucketPadding) for the padding of a part

@@ -76,20 +76,23 @@ func TestPaddingBucketSpotValues(t *testing.T) {
 	}
 }
 
+// noPadding and fixedBucket are the two policies Options.Padding's doc
+// comment spells out.
+func noPadding(int) int { return 0 }
+
+func fixedBucket(size int) func(int) int {
+	return func(n int) int { return (n/size+1)*size - n }
+}
+
 func TestPaddingPolicies(t *testing.T) {
 	for n := 0; n < 1000; n++ {
-		if got := NoPadding(n); got != 0 {
-			t.Fatalf("NoPadding.PadLen(%d) = %d", n, got)
+		if got := padLen(noPadding, n); got != 0 {
+			t.Fatalf("no padding: padLen(%d) = %d", n, got)
 		}
-		p := FixedBucket(100)(n)
-		if p < 1 || p > 100 || (n+p)%100 != 0 {
-			t.Fatalf("FixedBucket(100)(%d) = %d", n, p)
-		}
-		if got := FixedBucket(0)(n); got != 1 {
-			t.Fatalf("FixedBucket(0)(%d) = %d, want 1", n, got)
-		}
-		if got := FixedBucket(1 << 20)(n); got < 1 || got > maxPadding || (n+got)%maxPadding != 0 {
-			t.Fatalf("FixedBucket(1<<20)(%d) = %d", n, got)
+		for _, size := range []int{1, 100, maxPadding} {
+			if p := padLen(fixedBucket(size), n); p < 1 || p > size || (n+p)%size != 0 {
+				t.Fatalf("fixed bucket %d: padLen(%d) = %d", size, n, p)
+			}
 		}
 	}
 	cases := []struct {
@@ -98,7 +101,7 @@ func TestPaddingPolicies(t *testing.T) {
 		want int
 	}{
 		{nil, 10, 54},
-		{NoPadding, 10, 0},
+		{noPadding, 10, 0},
 		{func(int) int { return -5 }, 10, 0},
 		{func(int) int { return 1 << 20 }, 10, maxPadding},
 		{func(n int) int { return n }, 7, 7},

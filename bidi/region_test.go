@@ -59,8 +59,8 @@ func TestRegionRuleEverywhere(t *testing.T) {
 				t.Fatalf("region %q: Open succeeded", tc.region)
 			}
 			var ee *bidi.EndpointError
-			if !errors.As(err, &ee) {
-				t.Fatalf("region %q: Open error %T %v, want *bidi.EndpointError", tc.region, err, err)
+			if !errors.As(err, &ee) || !errors.Is(err, bidi.ErrInvalidConfig) {
+				t.Fatalf("region %q: Open error %T %v, want an endpoint error matching ErrInvalidConfig", tc.region, err, err)
 			}
 			shown := tc.region
 			if len(shown) > 64 {

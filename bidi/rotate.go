@@ -121,7 +121,7 @@ type Rotation struct {
 	// within a tenth of After (of 29 minutes when rotation by age
 	// is disabled); a stream that lasted longer, or was rotated as
 	// planned, starts the count again. Once it is exceeded, the session's
-	// terminal error is a [*ReconnectError]. 0 means 3; a negative value
+	// terminal error is the last failure, wrapped with the number of reconnects made,. 0 means 3; a negative value
 	// means no reconnect.
 	MaxReconnects int
 
@@ -132,24 +132,25 @@ type Rotation struct {
 	Backoff func(n int) time.Duration
 }
 
-// RotationReason says why a stream was replaced.
-type RotationReason int
+// RotationReason says why a stream was replaced. Its value prints as
+// itself: "age", "early end", "requested", "expiry" or "overlap fault".
+type RotationReason string
 
 const (
 	// RotationAge is a planned rotation: the stream reached
 	// Rotation.After, its successor was opened first, sends moved to it at
 	// a message boundary, and the old stream was finished and drained.
-	RotationAge RotationReason = iota + 1
+	RotationAge RotationReason = "age"
 	// RotationEarlyEnd is a reconnect: the stream ended before it was due
 	// (an InternalStreamFailure, a ModelStreamError, a reset, a dead
 	// connection, a GOAWAY, a clean end the application did not ask for).
-	RotationEarlyEnd
+	RotationEarlyEnd RotationReason = "early end"
 	// RotationRequested is a planned rotation asked for with
 	// [RotatingSession.Rotate].
-	RotationRequested
+	RotationRequested RotationReason = "requested"
 	// RotationExpiry is a planned rotation ahead of the expiry of the
 	// credentials the old stream was signed with (Rotation.ExpiryMargin).
-	RotationExpiry
+	RotationExpiry RotationReason = "expiry"
 	// RotationOverlapFault replaces a stream that is still working
 	// because an older one, still finishing after a planned rotation,
 	// ended early (a TCP connection dropped under both, say) with replay
@@ -157,25 +158,8 @@ const (
 	// from the failed stream's last ones on, in order, so that what the
 	// failed stream had not answered is answered. From finishes as after a
 	// planned rotation; Err is the older stream's failure.
-	RotationOverlapFault
+	RotationOverlapFault RotationReason = "overlap fault"
 )
-
-// String returns "age", "early end", "requested" or "expiry".
-func (r RotationReason) String() string {
-	switch r {
-	case RotationAge:
-		return "age"
-	case RotationEarlyEnd:
-		return "early end"
-	case RotationRequested:
-		return "requested"
-	case RotationExpiry:
-		return "expiry"
-	case RotationOverlapFault:
-		return "overlap fault"
-	}
-	return fmt.Sprintf("RotationReason(%d)", int(r))
-}
 
 // RotationEvent describes one rotation of a [RotatingSession], as
 // Rotation.OnRotate receives it.
@@ -224,13 +208,13 @@ type StreamStart struct {
 	Messages, Bytes int64
 }
 
-// ReconnectError is the terminal error of a [RotatingSession] whose
+// reconnectError is the terminal error of a [RotatingSession] whose
 // stream ended early and could not be replaced: Rotation.MaxReconnects
 // reconnects in a row failed, or the last attempt failed in a way a
 // retry cannot fix (an [*InputValidationError], an HTTP 4xx other than
 // 408, 424 and 429). Recv returns it after the last stream's replies, and
 // Send once that stream is over.
-type ReconnectError struct {
+type reconnectError struct {
 	// Reconnects is the number of reconnects made in a row.
 	Reconnects int
 	// Err is the last failure: the error that ended the last stream, or
@@ -239,12 +223,12 @@ type ReconnectError struct {
 }
 
 // Error describes the failure.
-func (e *ReconnectError) Error() string {
+func (e *reconnectError) Error() string {
 	return fmt.Sprintf("bidi: stream ended and was not replaced after %d reconnect(s): %v", e.Reconnects, e.Err)
 }
 
 // Unwrap returns Err.
-func (e *ReconnectError) Unwrap() error { return e.Err }
+func (e *reconnectError) Unwrap() error { return e.Err }
 
 // A RotatingSession is a conversation that outlives the streams carrying
 // it, opened by [Client.OpenRotating]. It sends through one [Session] (a
@@ -289,7 +273,7 @@ func (e *ReconnectError) Unwrap() error { return e.Err }
 // one sending goroutine (concurrent calls are serialized, in no
 // particular order), Recv, RecvGeneration and Messages for one receiving
 // goroutine; sending and receiving proceed concurrently, and Close,
-// Generation, Sent and Response may be called at any time from any
+// Sent and Response may be called at any time from any
 // goroutine. The session runs goroutines of its own: one that watches the
 // current stream and opens successors (Preamble, except the first
 // stream's, and Finish run on it), one per stream that reads its replies
@@ -353,13 +337,13 @@ type RotatingSession struct {
 	sentBytes  int64         // Data sent with Send and SendPart
 	replay     *replayWindow // nil: replay off
 
-	gen  atomic.Int64 // cur.n, for Generation
+	gen  atomic.Int64 // cur.n, for generation
 	sent atomic.Int64 // messages sent with Send and completed with SendPart
 
 	// mu guards the settling of generations (generation.settle),
 	// terminal and pumps.
 	mu       sync.Mutex
-	terminal error         // a *ReconnectError once the rotator gave up
+	terminal error         // a *reconnectError once the rotator gave up
 	pumps    int           // generations whose end Recv has not taken yet
 	olds     []*generation // streams rotated away from, finishing (pruned as they end)
 
@@ -608,9 +592,9 @@ func sendOn(s *Session) func(Message) error {
 	return func(m Message) error { return s.Send(s.Context(), m) }
 }
 
-// Generation returns the generation of the stream that Send currently
+// generation returns the generation of the stream that Send currently
 // sends to: 1 for the first stream, one more for each successor.
-func (rs *RotatingSession) Generation() int { return int(rs.gen.Load()) }
+func (rs *RotatingSession) generation() int { return int(rs.gen.Load()) }
 
 // Sent returns the number of messages of the call sent so far with Send
 // (and completed with SendPart): the sequence number the next one gets.

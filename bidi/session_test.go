@@ -258,7 +258,7 @@ func TestOpenCredentialFailures(t *testing.T) {
 			}
 		})
 		sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
-		if sess != nil || !errors.Is(err, bidi.ErrExpiredCredentials) {
+		if sess != nil || !errors.Is(err, bidi.ErrExpiredCredentials) || !errors.Is(err, bidi.ErrInvalidConfig) {
 			t.Fatalf("Open = %v, %v; want ErrExpiredCredentials", sess, err)
 		}
 		for _, want := range []string{"2026-01-02T03:03:05Z", "from test", "1m0s"} {
@@ -370,7 +370,7 @@ func TestPadding(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		policy func(int) int
-	}{{"default", nil}, {"none", bidi.NoPadding}, {"fixed", bidi.FixedBucket(1000)}} {
+	}{{"default", nil}, {"none", func(int) int { return 0 }}, {"fixed", fixedBucket(1000)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, biditest.Echo())
 			ctx := testCtx(t)

@@ -76,7 +76,7 @@ func DemoModel(opts *DemoOptions) Handler {
 		}
 		for turn := 1; ; turn++ {
 			m, err := st.Recv()
-			if errors.Is(err, bidi.ErrMessageTooLarge) {
+			if errors.As(err, new(*bidi.MessageTooLargeError)) {
 				st.sendMessageTooLarge(st.s.maxRecvMessageSize())
 			}
 			if err != nil {

@@ -40,7 +40,7 @@ func Echo() Handler {
 			p, err := st.nextPart() // p.Data aliases the decoder until the next call
 			if err == nil {
 				if size += len(p.Data); size > limit {
-					err = bidi.ErrMessageTooLarge
+					err = &bidi.MessageTooLargeError{Limit: int64(limit)}
 				} else {
 					err = st.SendPart(p.Part)
 				}
@@ -49,7 +49,7 @@ func Echo() Handler {
 				}
 			}
 			st.rmu.Unlock()
-			if errors.Is(err, bidi.ErrMessageTooLarge) {
+			if errors.As(err, new(*bidi.MessageTooLargeError)) {
 				st.sendMessageTooLarge(limit)
 			}
 			if err != nil {

@@ -53,7 +53,7 @@ func (st *Stream) RecvPart() (ReceivedPart, error) {
 // including the next COMPLETE one, with the DataType of the first part. It
 // returns io.EOF after the end frame, an error wrapping
 // io.ErrUnexpectedEOF when the request ends inside a message, an error
-// wrapping bidi.ErrMessageTooLarge past [Server.MaxRecvMessageSize], and the
+// wrapping a *bidi.MessageTooLargeError past [Server.MaxRecvMessageSize], and the
 // errors of RecvPart.
 func (st *Stream) Recv() (bidi.Message, error) {
 	st.rmu.Lock()
@@ -73,7 +73,7 @@ func (st *Stream) Recv() (bidi.Message, error) {
 			msg.Type, started = p.Type, true
 		}
 		if len(msg.Data)+len(p.Data) > limit {
-			st.rerr = fmt.Errorf("biditest: message of more than %d bytes: %w", limit, bidi.ErrMessageTooLarge)
+			st.rerr = fmt.Errorf("biditest: %w", &bidi.MessageTooLargeError{Limit: int64(limit)})
 			return bidi.Message{}, st.rerr
 		}
 		msg.Data = append(msg.Data, p.Data...)
@@ -140,7 +140,7 @@ func (st *Stream) nextWholePart() (ReceivedPart, error) {
 		limit := st.s.maxRecvMessageSize()
 		if p.Complete && len(st.held) == 0 {
 			if len(p.Data) > limit {
-				st.rerr = fmt.Errorf("biditest: message of more than %d bytes: %w", limit, bidi.ErrMessageTooLarge)
+				st.rerr = fmt.Errorf("biditest: %w", &bidi.MessageTooLargeError{Limit: int64(limit)})
 				return ReceivedPart{}, st.rerr
 			}
 			return p, nil // a message of one part: nothing to hold
@@ -148,7 +148,7 @@ func (st *Stream) nextWholePart() (ReceivedPart, error) {
 		cost := heldCost(p)
 		if st.heldLen+cost > limit {
 			st.held, st.heldLen = nil, 0
-			st.rerr = fmt.Errorf("biditest: message of more than %d bytes held (payloads and %d bytes per part): %w", limit, partOverhead, bidi.ErrMessageTooLarge)
+			st.rerr = fmt.Errorf("biditest: %w (held parts count %d bytes each as well)", &bidi.MessageTooLargeError{Limit: int64(limit)}, partOverhead)
 			return ReceivedPart{}, st.rerr
 		}
 		p.Data = append([]byte(nil), p.Data...)

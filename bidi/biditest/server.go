@@ -133,7 +133,7 @@ type Server struct {
 	// arrives, then returns them one by one. A message whose held parts
 	// cost more than MaxRecvMessageSize (their payloads, plus about a
 	// hundred bytes of bookkeeping each, so that a flood of empty PARTIAL
-	// parts is bounded too) fails with an error matching bidi.ErrMessageTooLarge, and parts of a
+	// parts is bounded too) fails with a *bidi.MessageTooLargeError, and parts of a
 	// message the client never completed are dropped at the end of the
 	// stream. Use it to see the latency a client sending PARTIAL parts
 	// (live audio, say) gets from such a container: the first answer

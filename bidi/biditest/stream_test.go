@@ -151,8 +151,8 @@ func TestRecvLimits(t *testing.T) {
 		rs := openRaw(t, s, "e")
 		rs.sendPart(wire.Part{Bytes: []byte("123456"), CompletionState: wire.CompletionPartial})
 		rs.sendPart(wire.Part{Bytes: []byte("789012"), CompletionState: wire.CompletionComplete})
-		if err := recvWithin(t, errc, "Recv"); !errors.Is(err, bidi.ErrMessageTooLarge) {
-			t.Fatalf("Recv = %v, want bidi.ErrMessageTooLarge", err)
+		if err := recvWithin(t, errc, "Recv"); !errors.As(err, new(*bidi.MessageTooLargeError)) {
+			t.Fatalf("Recv = %v, want a *bidi.MessageTooLargeError", err)
 		}
 	})
 	t.Run("ends inside a message", func(t *testing.T) {

@@ -197,7 +197,7 @@ func TestTelemetry(t *testing.T) {
 	if a["end_reason"] != attribute.StringValue("completed") ||
 		a["http.status_code"] != attribute.IntValue(200) || // an int stays an int
 		a["aws.sagemaker.endpoint_name"] != attribute.StringValue("demo-endpoint") ||
-		a["rpc.service"] != attribute.StringValue(bidi.ServiceID) {
+		a["rpc.service"] != attribute.StringValue("SageMaker Runtime HTTP2") {
 		t.Errorf("span attributes %v", s.Attributes)
 	}
 	var events []string

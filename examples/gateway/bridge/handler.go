@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/gateway/internal/wsframe"
 )
@@ -242,7 +241,7 @@ func (h *Handler) dial(ctx context.Context, path, query string) (*wsframe.Conn, 
 	defer cancel()
 	conn, err := wsframe.Dial(dctx, u.String(), &wsframe.DialOptions{
 		MaxFrameSize: int64(h.opts.MaxFrameSize),
-		UserAgent:    "sagemaker-bidi-gateway/" + bidi.Version,
+		UserAgent:    "sagemaker-bidi-gateway",
 	})
 	if err != nil && ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded) {
 		err = &AcceptTimeoutError{Timeout: h.opts.DialTimeout, Err: err}
