@@ -233,8 +233,8 @@ func (e *reconnectError) Unwrap() error { return e.Err }
 // A RotatingSession is a conversation that outlives the streams carrying
 // it, opened by [Client.OpenRotating]. It sends through one [Session] (a
 // generation) at a time and replaces it with a successor when it reaches
-// Rotation.After, ahead of its credentials' expiry, on [Rotate], or when
-// it ends early.
+// Rotation.After, ahead of its credentials' expiry, on
+// [RotatingSession.Rotate], or when it ends early.
 //
 // A planned rotation is make-before-break: the successor is opened (with
 // fresh credentials), given its Preamble and answered by the service, and
