@@ -63,7 +63,8 @@
 // the request checks are the model's InputValidationError) and never
 // reaches the handler; a violation mid-stream is returned by RecvPart,
 // sent to the client as an error message and ends in a stream reset.
-// Every violation is recorded as a [*Violation] in [Server.Violations].
+// Every violation is recorded as a [*Violation] in [Server.Violations], or
+// handed to [Server.OnViolation].
 // Set [Server.SkipVerify] to accept unsigned requests.
 //
 // # What it emulates, and what it cannot know
