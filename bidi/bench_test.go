@@ -141,19 +141,19 @@ func benchClients(b *testing.B) (event, biditestEcho *bidi.Client, raw *http.Cli
 			return
 		}
 		benchBidi = bidi.NewFromConfig(aws.Config{}, func(o *bidi.Options) {
-			o.Region = biditest.Region
+			o.Region = serverRegion
 			o.Credentials = aws.NewCredentialsCache(staticCreds{})
 			o.BaseEndpoint = aws.String(benchInfo.Bidi)
 			o.TLSConfig = trustingTLS(benchInfo.BidiCert)
 		})
 		benchEvent = bidi.NewFromConfig(aws.Config{}, func(o *bidi.Options) {
-			o.Region = biditest.Region
+			o.Region = serverRegion
 			o.Credentials = aws.NewCredentialsCache(staticCreds{})
 			o.BaseEndpoint = aws.String(benchInfo.Event)
 			o.TLSConfig = trustingTLS(benchInfo.EventCert)
 		})
 		benchObserved = bidi.NewFromConfig(aws.Config{}, func(o *bidi.Options) {
-			o.Region = biditest.Region
+			o.Region = serverRegion
 			o.Credentials = aws.NewCredentialsCache(staticCreds{})
 			o.BaseEndpoint = aws.String(benchInfo.Event)
 			o.TLSConfig = trustingTLS(benchInfo.EventCert)
@@ -171,7 +171,7 @@ func benchClients(b *testing.B) (event, biditestEcho *bidi.Client, raw *http.Cli
 type staticCreds struct{}
 
 func (staticCreds) Retrieve(context.Context) (aws.Credentials, error) {
-	return aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey, Source: "bench"}, nil
+	return aws.Credentials{AccessKeyID: serverCredentials.AccessKeyID, SecretAccessKey: serverCredentials.SecretAccessKey, Source: "bench"}, nil
 }
 
 // trustingClient returns the raw floor's client: net/http speaking only

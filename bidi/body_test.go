@@ -274,7 +274,7 @@ func TestPipeFail(t *testing.T) {
 // TestEncodePartAllocs: encoding a part allocates nothing once the
 // session's buffers have grown.
 func TestEncodePartAllocs(t *testing.T) {
-	c := &Client{options: Options{Padding: BucketPadding{}, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}}
+	c := &Client{options: Options{Padding: BucketPadding, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}}
 	s := &Session{c: c, opts: &c.options, ctx: context.Background()}
 	s.state.init()
 	data := make([]byte, 256)
@@ -291,7 +291,7 @@ func TestEncodePartAllocs(t *testing.T) {
 // TestEncodePartContentType: like aws-sdk-go-v2, a part without payload
 // carries no :content-type (docs/wire.md §4.1); a part with payload does.
 func TestEncodePartContentType(t *testing.T) {
-	c := &Client{options: Options{Padding: NoPadding{}}}
+	c := &Client{options: Options{Padding: noPadding}}
 	s := &Session{c: c, opts: &c.options}
 	for _, data := range [][]byte{nil, {}, []byte("x")} {
 		part, err := s.encodePart(context.Background(), Part{Data: data, Complete: true})

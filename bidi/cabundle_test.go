@@ -32,8 +32,8 @@ func TestCABundleFromConfig(t *testing.T) {
 	}
 	for k, v := range map[string]string{
 		"AWS_CONFIG_FILE": empty, "AWS_SHARED_CREDENTIALS_FILE": empty, "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_ACCESS_KEY_ID": biditest.AccessKeyID, "AWS_SECRET_ACCESS_KEY": biditest.SecretAccessKey,
-		"AWS_SESSION_TOKEN": "", "AWS_REGION": biditest.Region, "AWS_PROFILE": "", "AWS_ENDPOINT_URL": srv.URL,
+		"AWS_ACCESS_KEY_ID": srv.Credentials.AccessKeyID, "AWS_SECRET_ACCESS_KEY": srv.Credentials.SecretAccessKey,
+		"AWS_SESSION_TOKEN": "", "AWS_REGION": srv.Region, "AWS_PROFILE": "", "AWS_ENDPOINT_URL": srv.URL,
 		"AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2": "",
 	} {
 		t.Setenv(k, v)

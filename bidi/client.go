@@ -45,8 +45,10 @@ type Client struct {
 
 // NewFromConfig returns a Client configured from cfg (region, credentials,
 // endpoint settings, retry attempts, logger), then adjusted by optFns in
-// order. Configuration errors, such as a missing region or a custom
-// endpoint combined with FIPS, are reported by [Client.Open].
+// order. The callbacks of cfg.ServiceOptions run first, with the service
+// ID "SageMaker Runtime HTTP2" (the service's sdkId). Configuration
+// errors, such as a missing region or a custom endpoint combined with
+// FIPS, are reported by [Client.Open], matching [ErrInvalidConfig].
 func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
 	o := resolveOptions(cfg, optFns...)
 	c := &Client{options: o, signer: newSigner(), userAgent: userAgent, obs: newObserver(o.TracerProvider, o.MeterProvider)}
@@ -77,7 +79,7 @@ func (c *Client) CloseIdleConnections() {
 
 // Options returns a copy of the client's resolved options, defaults
 // filled in.
-func (c *Client) Options() Options { return c.options.Copy() }
+func (c *Client) Options() Options { return c.options.clone() }
 
 // Open starts a bidirectional stream with the endpoint named by in and
 // returns its Session.

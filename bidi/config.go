@@ -8,11 +8,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
-// ServiceID is the service's sdkId, "SageMaker Runtime HTTP2". It names the
+// serviceID is the service's sdkId, "SageMaker Runtime HTTP2". It names the
 // service in aws.Config.ServiceOptions callbacks and, normalised, in the
 // service-specific endpoint settings (AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2,
 // or sagemaker_runtime_http2 in a shared config services section).
-const ServiceID = "SageMaker Runtime HTTP2"
+const serviceID = "SageMaker Runtime HTTP2"
 
 // envServiceEndpoint is the service-specific endpoint variable, and
 // envGlobalEndpoint the one for all services.
@@ -102,12 +102,12 @@ func resolveOptions(cfg aws.Config, optFns ...func(*Options)) Options {
 		o.UseDualStackEndpoint = v
 	}
 	for _, fn := range cfg.ServiceOptions {
-		fn(ServiceID, &o)
+		fn(serviceID, &o)
 	}
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	o = o.Copy()
+	o = o.clone()
 	o.setDefaults()
 	return o
 }
@@ -146,7 +146,7 @@ func resolveServiceBaseEndpoint(ctx context.Context, sources []any) (string, boo
 	}
 	for _, s := range sources {
 		if p, ok := s.(serviceBaseEndpointProvider); ok {
-			v, found, err := p.GetServiceBaseEndpoint(ctx, ServiceID)
+			v, found, err := p.GetServiceBaseEndpoint(ctx, serviceID)
 			if err != nil {
 				return "", false
 			}

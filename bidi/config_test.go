@@ -77,7 +77,7 @@ func clearEndpointEnv(t *testing.T) {
 }
 
 func TestResolveOptionsBaseEndpoint(t *testing.T) {
-	svc := map[string]string{ServiceID: "https://service.example"}
+	svc := map[string]string{serviceID: "https://service.example"}
 	cases := []struct {
 		name      string
 		cfgBase   *string
@@ -92,8 +92,8 @@ func TestResolveOptionsBaseEndpoint(t *testing.T) {
 			sources: []any{&fakeSource{serviceEndpoint: svc}}, want: "https://service.example"},
 		{name: "other service ignored", sources: []any{&fakeSource{serviceEndpoint: map[string]string{"STS": "https://sts"}}}},
 		{name: "first source that has it", sources: []any{
-			&fakeSource{}, &fakeSource{serviceEndpoint: map[string]string{ServiceID: "https://second"}},
-			&fakeSource{serviceEndpoint: map[string]string{ServiceID: "https://third"}},
+			&fakeSource{}, &fakeSource{serviceEndpoint: map[string]string{serviceID: "https://second"}},
+			&fakeSource{serviceEndpoint: map[string]string{serviceID: "https://third"}},
 		}, want: "https://second"},
 		{name: "global env without service env keeps cfg", cfgBase: strPtr("https://global.example"),
 			sources: []any{&fakeSource{serviceEndpoint: svc}}, globalEnv: true, want: "https://global.example"},
@@ -191,7 +191,7 @@ func TestResolveOptionsFromConfigFields(t *testing.T) {
 		},
 	}
 	o := resolveOptions(cfg, func(o *Options) { o.ReplayLimit = 100 })
-	if serviceSeen != ServiceID {
+	if serviceSeen != serviceID {
 		t.Errorf("ServiceOptions saw %q", serviceSeen)
 	}
 	if o.Region != "eu-west-1" || o.ClientLogMode != aws.LogRetries || o.AppID != "my-app" || o.RetryMaxAttempts != 7 {
@@ -383,7 +383,7 @@ sagemaker_runtime_http2 =
 			t.Fatal(err)
 		}
 		c := NewFromConfig(cfg, func(o *Options) { o.MaxPartSize = 4096 })
-		if c.options.Region != "us-west-2" || c.options.MaxPartSize != 4096 || c.options.MaxMessageSize != DefaultMaxMessageSize {
+		if c.options.Region != "us-west-2" || c.options.MaxPartSize != 4096 || c.options.MaxMessageSize != defaultMaxMessageSize {
 			t.Errorf("client options = %+v", c.options)
 		}
 	})

@@ -35,7 +35,7 @@
 // SendPart reaches the model, and gets its first result, only at its end.
 // Fragments are right for one large message that must arrive whole (a
 // file, an image, a long prompt). While a message begun with
-// SendPart is incomplete, CloseSend returns [ErrMessageInProgress] and
+// SendPart is incomplete, CloseSend returns an error and
 // ends nothing: check its error, or a Recv waiting for io.EOF waits until
 // its context ends.
 //
@@ -88,8 +88,8 @@
 // Options.TracerProvider and Options.MeterProvider (smithy-go's
 // interfaces, as in aws-sdk-go-v2) trace each session with one span from
 // Open to the stream's end and record client.call.* and stream-level
-// metrics (see [SpanName], [StreamMetricPrefix]); unset, they cost
-// nothing. Payloads, credentials and signatures never appear in them.
+// metrics (their names are documented on the two fields); unset, they
+// cost nothing. Payloads, credentials and signatures never appear in them.
 //
 // # Connections
 //

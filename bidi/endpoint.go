@@ -9,11 +9,11 @@ import (
 	"strings"
 )
 
-// EndpointError reports an endpoint configuration that the service's
+// endpointError reports an endpoint configuration that the service's
 // endpoint rules reject (custom endpoint with FIPS or dual-stack, missing
 // or invalid region, a partition without FIPS or dual-stack support) or a
 // BaseEndpoint that is not a usable URL. It is returned before any I/O.
-type EndpointError struct {
+type endpointError struct {
 	// Message describes the problem, using the rule set's wording where
 	// there is one (for example "Invalid Configuration: Missing Region").
 	Message string
@@ -22,7 +22,7 @@ type EndpointError struct {
 }
 
 // Error implements the error interface.
-func (e *EndpointError) Error() string {
+func (e *endpointError) Error() string {
 	s := "bidi: endpoint: " + e.Message
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
@@ -31,7 +31,7 @@ func (e *EndpointError) Error() string {
 }
 
 // Unwrap returns Err.
-func (e *EndpointError) Unwrap() error { return e.Err }
+func (e *endpointError) Unwrap() error { return e.Err }
 
 // partition holds the endpoint facts of one AWS partition, from
 // aws-sdk-go-v2's internal/endpoints/awsrulesfn/partitions.json.
@@ -181,12 +181,12 @@ func validRegion(region string) bool {
 // or without, since the region is also the signing region of every
 // request. A region is no secret: the message quotes it (its first 64
 // bytes) and gives an example.
-func regionError(region string) *EndpointError {
+func regionError(region string) *endpointError {
 	shown := region
 	if len(shown) > 64 {
 		shown = shown[:64] + "..."
 	}
-	return &EndpointError{Message: fmt.Sprintf("invalid region %q: want lower-case letters, digits and hyphens, e.g. us-west-2", shown)}
+	return &endpointError{Message: fmt.Sprintf("invalid region %q: want lower-case letters, digits and hyphens, e.g. us-west-2", shown)}
 }
 
 // normalizeFIPSRegion maps the legacy FIPS pseudo-regions that
@@ -220,32 +220,32 @@ func resolveEndpoint(region string, fips, dualStack bool, base *string) (*url.UR
 	}
 	if base != nil {
 		if fips {
-			return nil, &EndpointError{Message: "Invalid Configuration: FIPS and custom endpoint are not supported"}
+			return nil, &endpointError{Message: "Invalid Configuration: FIPS and custom endpoint are not supported"}
 		}
 		if dualStack {
-			return nil, &EndpointError{Message: "Invalid Configuration: Dualstack and custom endpoint are not supported"}
+			return nil, &endpointError{Message: "Invalid Configuration: Dualstack and custom endpoint are not supported"}
 		}
 		return parseBaseEndpoint(*base)
 	}
 	if region == "" {
-		return nil, &EndpointError{Message: "Invalid Configuration: Missing Region"}
+		return nil, &endpointError{Message: "Invalid Configuration: Missing Region"}
 	}
 	p := partitionFor(region)
 	suffix := p.dnsSuffix
 	if dualStack {
 		if !p.port8443 && !p.supportsDualStack {
 			if fips {
-				return nil, &EndpointError{Message: "FIPS and DualStack are enabled, but this partition does not support one or both"}
+				return nil, &endpointError{Message: "FIPS and DualStack are enabled, but this partition does not support one or both"}
 			}
-			return nil, &EndpointError{Message: "DualStack is enabled but this partition does not support DualStack"}
+			return nil, &endpointError{Message: "DualStack is enabled but this partition does not support DualStack"}
 		}
 		suffix = p.dualStackDNSSuffix
 	}
 	if fips && !p.port8443 && !p.supportsFIPS {
 		if dualStack {
-			return nil, &EndpointError{Message: "FIPS and DualStack are enabled, but this partition does not support one or both"}
+			return nil, &endpointError{Message: "FIPS and DualStack are enabled, but this partition does not support one or both"}
 		}
-		return nil, &EndpointError{Message: "FIPS is enabled but this partition does not support FIPS"}
+		return nil, &endpointError{Message: "FIPS is enabled but this partition does not support FIPS"}
 	}
 	var host string
 	switch {
@@ -267,7 +267,7 @@ func resolveEndpoint(region string, fips, dualStack bool, base *string) (*url.UR
 // carry a password.
 func parseBaseEndpoint(s string) (*url.URL, error) {
 	if s == "" {
-		return nil, &EndpointError{Message: "BaseEndpoint is empty"}
+		return nil, &endpointError{Message: "BaseEndpoint is empty"}
 	}
 	u, err := url.Parse(s)
 	if err != nil {
@@ -275,17 +275,17 @@ func parseBaseEndpoint(s string) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, &EndpointError{Message: "BaseEndpoint is not a valid URL", Err: err}
+		return nil, &endpointError{Message: "BaseEndpoint is not a valid URL", Err: err}
 	}
 	switch {
 	case u.Scheme != "https" && u.Scheme != "http":
-		return nil, &EndpointError{Message: "BaseEndpoint must be an http or https URL"}
+		return nil, &endpointError{Message: "BaseEndpoint must be an http or https URL"}
 	case u.Host == "":
-		return nil, &EndpointError{Message: "BaseEndpoint has no host"}
+		return nil, &endpointError{Message: "BaseEndpoint has no host"}
 	case u.User != nil:
-		return nil, &EndpointError{Message: "BaseEndpoint must not contain user information"}
+		return nil, &endpointError{Message: "BaseEndpoint must not contain user information"}
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, &EndpointError{Message: "BaseEndpoint must not contain a query or fragment"}
+		return nil, &endpointError{Message: "BaseEndpoint must not contain a query or fragment"}
 	}
 	return u, nil
 }

@@ -58,7 +58,7 @@ func checkEndpoint(t *testing.T, region string, fips, ds bool, base *string, wan
 	t.Helper()
 	u, err := resolveEndpoint(region, fips, ds, base)
 	if wantError != "" {
-		var ee *EndpointError
+		var ee *endpointError
 		if !errors.As(err, &ee) {
 			t.Fatalf("resolveEndpoint(%q, %v, %v) = %v, %v; want *EndpointError", region, fips, ds, u, err)
 		}
@@ -193,7 +193,7 @@ func TestEndpointInvalidRegion(t *testing.T) {
 		"us/east", "us-east-1:443", strings.Repeat("a", 64), "ü-east-1",
 	} {
 		_, err := resolveEndpoint(r, false, false, nil)
-		var ee *EndpointError
+		var ee *endpointError
 		if !errors.As(err, &ee) {
 			t.Errorf("resolveEndpoint(%q) = %v, want *EndpointError", r, err)
 		}
@@ -230,7 +230,7 @@ func TestEndpointCustom(t *testing.T) {
 		"https://user:hunter2secret@host", "https://host:port", "://"}
 	for _, s := range bad {
 		_, err := resolveEndpoint("us-east-1", false, false, &s)
-		var ee *EndpointError
+		var ee *endpointError
 		if !errors.As(err, &ee) {
 			t.Errorf("resolveEndpoint(base=%q) = %v, want *EndpointError", s, err)
 			continue

@@ -19,14 +19,6 @@ var (
 	// ErrSessionClosed is returned by calls on a session after Close.
 	ErrSessionClosed = errors.New("bidi: session closed")
 
-	// ErrSendClosed is returned by Send after CloseSend.
-	ErrSendClosed = errors.New("bidi: send side closed")
-
-	// ErrMessageTooLarge reports a received message larger than
-	// Options.MaxMessageSize. The concrete error is a
-	// [*MessageTooLargeError], which matches it.
-	ErrMessageTooLarge = errors.New("bidi: message too large")
-
 	// ErrNotHTTP2 reports that the peer did not negotiate HTTP/2. The
 	// operation requires HTTP/2 end to end.
 	ErrNotHTTP2 = transport.ErrNotHTTP2
@@ -39,18 +31,41 @@ var (
 	// NewFromConfig (a zero bidi.Client{} or a nil *Client).
 	ErrZeroClient = errors.New("bidi: Client not built by NewFromConfig")
 
-	// ErrNoCredentials reports that no credentials provider is configured.
-	ErrNoCredentials = errors.New("bidi: no credentials configured")
+	// ErrInvalidConfig is matched by the error of Open, before any I/O,
+	// when the client's configuration cannot work; the error's text says
+	// what and how to fix it. That is: no credentials provider; a
+	// provider that returned credentials already expired (CanExpire set,
+	// Expires before the client's clock), which the service would refuse;
+	// no region (requests are signed for a region, so one is needed even
+	// with a custom endpoint); a region that is not a lower-case DNS label;
+	// and an endpoint the service's endpoint rules reject (a custom
+	// endpoint with FIPS or dual-stack, a partition without FIPS or
+	// dual-stack support) or a BaseEndpoint that is not a usable URL.
+	ErrInvalidConfig = errors.New("bidi: invalid configuration")
 
-	// ErrExpiredCredentials is matched by the error of Open when the
-	// credentials provider returned credentials that had already expired
-	// (CanExpire set, Expires before the client's clock): the service
-	// refuses them, so nothing is sent.
-	ErrExpiredCredentials = errors.New("bidi: credentials expired")
+	// ErrSendInterrupted is matched by the error of a Send (or SendPart)
+	// that failed after part of its message was queued: its context ended
+	// while it waited to queue the rest, or a later part could not be
+	// encoded (Options.PaddingSource failed). A message cannot be
+	// withdrawn halfway, and the next message must not be joined to its
+	// first half, so the session is aborted. The error wraps the cause
+	// (the context's error, or the encoding error) as well. If the stream
+	// was already over when that happened (the service had ended it, or
+	// it had failed), nothing more of the message could reach the model
+	// anyway: Send then returns the reason the stream ended, as it does
+	// after any failure, and does not abort the session, so Recv still
+	// returns the messages received before the end, then that reason.
+	ErrSendInterrupted = errors.New("bidi: Send interrupted after part of its message was sent; session aborted")
+)
 
-	// ErrNoRegion reports that no region is configured. Requests are
-	// signed for a region, so one is needed even with a custom endpoint.
-	ErrNoRegion = errors.New("bidi: no region configured (set Options.Region, AWS_REGION or the profile's region)")
+// The errors of a configuration that cannot work, matching
+// ErrInvalidConfig, and errSendClosed, which Send returns after CloseSend.
+var (
+	errNoCredentials      = fmt.Errorf("%w: no credentials configured", ErrInvalidConfig)
+	errExpiredCredentials = fmt.Errorf("%w: credentials expired", ErrInvalidConfig)
+	errNoRegion           = fmt.Errorf("%w: no region configured (set Options.Region, AWS_REGION or the profile's region)", ErrInvalidConfig)
+
+	errSendClosed = errors.New("bidi: send side closed")
 )
 
 // Names of the modeled error shapes, as returned by ErrorCode.
@@ -140,9 +155,9 @@ func http2ErrorOf(err error) error {
 }
 
 // MessageTooLargeError reports a received message that exceeds the
-// reassembly bound (Options.MaxMessageSize). It matches
-// [ErrMessageTooLarge] with [errors.Is]. The oversized message is discarded;
-// later messages on the stream are unaffected.
+// reassembly bound (Options.MaxMessageSize); match it with [errors.As].
+// The oversized message is discarded; later messages on the stream are
+// unaffected.
 type MessageTooLargeError struct {
 	// Limit is the configured maximum message size in bytes.
 	Limit int64
@@ -153,8 +168,11 @@ func (e *MessageTooLargeError) Error() string {
 	return "bidi: message too large: exceeds limit of " + strconv.FormatInt(e.Limit, 10) + " bytes"
 }
 
-// Is reports whether target is [ErrMessageTooLarge].
-func (e *MessageTooLargeError) Is(target error) bool { return target == ErrMessageTooLarge }
+// Is makes an endpoint configuration error match ErrInvalidConfig.
+func (e *endpointError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Is makes an interrupted Send match ErrSendInterrupted.
+func (e *sendInterruptedError) Is(target error) bool { return target == ErrSendInterrupted }
 
 // errorFault returns the fault of a modeled error code.
 func errorFault(code string) smithy.ErrorFault {

@@ -1,6 +1,7 @@
 package bidi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,23 +16,62 @@ import (
 )
 
 func TestErrorSentinels(t *testing.T) {
-	for _, err := range []error{ErrSessionClosed, ErrSendClosed, ErrMessageTooLarge, ErrNotHTTP2, ErrDeadPeer, ErrNoCredentials} {
+	for _, err := range []error{ErrSessionClosed, errSendClosed, ErrNotHTTP2, ErrDeadPeer, errNoCredentials, ErrInvalidConfig, ErrSendInterrupted} {
 		if !strings.HasPrefix(err.Error(), "bidi: ") {
 			t.Errorf("%q lacks the package prefix", err)
 		}
 	}
-	if ErrSessionClosed.Error() != "bidi: session closed" || ErrSendClosed.Error() != "bidi: send side closed" {
-		t.Errorf("sentinel texts changed: %q, %q", ErrSessionClosed, ErrSendClosed)
+	if ErrSessionClosed.Error() != "bidi: session closed" || errSendClosed.Error() != "bidi: send side closed" {
+		t.Errorf("sentinel texts changed: %q, %q", ErrSessionClosed, errSendClosed)
 	}
-	var err error = &MessageTooLargeError{Limit: 1024}
-	if !errors.Is(err, ErrMessageTooLarge) {
-		t.Error("MessageTooLargeError does not match ErrMessageTooLarge")
+	var err error = fmt.Errorf("wrapped: %w", &MessageTooLargeError{Limit: 1024})
+	var mtl *MessageTooLargeError
+	if !errors.As(err, &mtl) || mtl.Limit != 1024 {
+		t.Error("errors.As does not reach a wrapped MessageTooLargeError")
 	}
 	if errors.Is(err, ErrSessionClosed) {
 		t.Error("MessageTooLargeError matches ErrSessionClosed")
 	}
-	if got, want := err.Error(), "bidi: message too large: exceeds limit of 1024 bytes"; got != want {
+	if got, want := mtl.Error(), "bidi: message too large: exceeds limit of 1024 bytes"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+// TestFoldedErrors: the errors without an exported type match their
+// sentinel through errors.Is and keep their cause in the chain.
+func TestFoldedErrors(t *testing.T) {
+	parse := errors.New("parse failure")
+	for _, err := range []error{
+		errNoCredentials, errExpiredCredentials, errNoRegion,
+		regionError("us west"),
+		&endpointError{Message: "BaseEndpoint is not a valid URL", Err: parse},
+		fmt.Errorf("open: %w", &endpointError{Message: "Invalid Configuration: Missing Region"}),
+	} {
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%v does not match ErrInvalidConfig", err)
+		}
+		if errors.Is(err, ErrSendInterrupted) || errors.Is(err, ErrSessionClosed) {
+			t.Errorf("%v matches another sentinel", err)
+		}
+	}
+	if err := (&endpointError{Message: "m", Err: parse}); !errors.Is(err, parse) {
+		t.Error("an endpoint error lost its cause")
+	}
+
+	si := fmt.Errorf("send: %w", &sendInterruptedError{Err: context.DeadlineExceeded})
+	if !errors.Is(si, ErrSendInterrupted) || !errors.Is(si, context.DeadlineExceeded) || errors.Is(si, ErrInvalidConfig) {
+		t.Errorf("interrupted Send %v: matches ErrSendInterrupted %v, its cause %v", si,
+			errors.Is(si, ErrSendInterrupted), errors.Is(si, context.DeadlineExceeded))
+	}
+	if !strings.Contains(si.Error(), "Send interrupted") || !strings.Contains(si.Error(), "context deadline exceeded") {
+		t.Errorf("interrupted Send text %q", si)
+	}
+
+	isf := &InternalStreamFailure{Message: "x"}
+	re := &reconnectError{Reconnects: 3, Err: isf}
+	var got *InternalStreamFailure
+	if !errors.As(re, &got) || got != isf || !strings.Contains(re.Error(), "after 3 reconnect(s)") {
+		t.Errorf("reconnect error %v: does not reach its last failure", re)
 	}
 }
 

@@ -47,3 +47,24 @@ func RotatingStreamOver(rs *RotatingSession) <-chan struct{} {
 	defer rs.sendLock.Unlock()
 	return rs.cur.sess.state.over
 }
+
+// The unexported errors and accessors the external tests match or call
+// by their former exported names (issue 18 folded them: the sentinels
+// ErrInvalidConfig and ErrSendInterrupted are the public way to match).
+type (
+	EndpointError        = endpointError
+	ReconnectError       = reconnectError
+	SendInterruptedError = sendInterruptedError
+)
+
+var (
+	ErrNoRegion           = errNoRegion
+	ErrNoCredentials      = errNoCredentials
+	ErrExpiredCredentials = errExpiredCredentials
+	ErrSendClosed         = errSendClosed
+	ErrMessageInProgress  = errMessageInProgress
+)
+
+// Generation returns the generation of the stream that Send currently
+// sends to.
+func (rs *RotatingSession) Generation() int { return rs.generation() }

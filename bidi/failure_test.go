@@ -170,7 +170,7 @@ func TestSendAfterModelStreamError(t *testing.T) {
 		if _, err := st.Recv(); err != nil {
 			return
 		}
-		st.SendModelStreamError("ModelInvocationTimeExceeded", "container closed the WebSocket")
+		st.SendException("ModelStreamError", []byte(`{"Message":"container closed the WebSocket","ErrorCode":"ModelInvocationTimeExceeded"}`))
 		<-st.Context().Done() // keep the stream open: no reset
 	})
 	check := func(t *testing.T, what string, err error) {
@@ -210,7 +210,7 @@ func TestMidStreamErrors(t *testing.T) {
 		send  func(st *biditest.Stream)
 		check func(error) bool
 	}{
-		{"InternalStreamFailure", func(st *biditest.Stream) { st.SendInternalStreamFailure("internal") },
+		{"InternalStreamFailure", func(st *biditest.Stream) { st.SendException("InternalStreamFailure", []byte(`{"Message":"internal"}`)) },
 			func(err error) bool {
 				var e *bidi.InternalStreamFailure
 				return errors.As(err, &e) && e.Message == "internal"
@@ -225,7 +225,7 @@ func TestMidStreamErrors(t *testing.T) {
 				var e *bidi.ExceptionError
 				return errors.As(err, &e) && e.Code == "ThrottlingException" && e.Message == "too fast"
 			}},
-		{"missing message type", func(st *biditest.Stream) { st.SendMessage(&eventstream.Message{Payload: []byte("?")}) },
+		{"missing message type", func(st *biditest.Stream) { st.WriteRaw(encodeMessage(&eventstream.Message{Payload: []byte("?")})) },
 			func(err error) bool { return errors.Is(err, bidi.ErrMalformedResponse) }},
 		{"garbage", func(st *biditest.Stream) { st.WriteRaw([]byte("this is not an event stream at all")) },
 			func(err error) bool { return errors.Is(err, bidi.ErrMalformedResponse) }},
@@ -354,7 +354,7 @@ func TestOversizeMessages(t *testing.T) {
 		switch {
 		case err == io.EOF:
 			got = "EOF"
-		case errors.As(err, &tooLarge) && errors.Is(err, bidi.ErrMessageTooLarge) && tooLarge.Limit == 1000:
+		case errors.As(err, &tooLarge) && tooLarge.Limit == 1000:
 			got = "too large"
 		case err != nil:
 			t.Fatalf("Recv %d: %v", i, err)
@@ -369,13 +369,13 @@ func TestOversizeMessages(t *testing.T) {
 
 func TestUnknownEventsSkipped(t *testing.T) {
 	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
-		st.SendMessage(&eventstream.Message{Headers: eventstream.Headers{
+		st.WriteRaw(encodeMessage(&eventstream.Message{Headers: eventstream.Headers{
 			{Name: wire.MessageTypeHeader, Value: eventstream.StringValue("event")},
 			{Name: wire.EventTypeHeader, Value: eventstream.StringValue("FutureEvent")},
-		}, Payload: []byte("{}")})
-		st.SendMessage(&eventstream.Message{Headers: eventstream.Headers{
+		}, Payload: []byte("{}")}))
+		st.WriteRaw(encodeMessage(&eventstream.Message{Headers: eventstream.Headers{
 			{Name: wire.MessageTypeHeader, Value: eventstream.StringValue("future-kind")},
-		}})
+		}}))
 		st.Send(bidi.Text("known"))
 	}))
 	ctx := testCtx(t)
@@ -481,7 +481,7 @@ func TestSendCauseBehindUndeliveredMessages(t *testing.T) {
 				for i := 0; i < tc.messages; i++ {
 					st.Send(bidi.Text(fmt.Sprint(i)))
 				}
-				st.SendModelStreamError("E", "container died")
+				st.SendException("ModelStreamError", []byte(`{"Message":"container died","ErrorCode":"E"}`))
 			}))
 			ctx := testCtx(t)
 			sess := open(t, srv.Client(), ctx)
@@ -520,10 +520,10 @@ func TestUnexpectedPartValuesLenient(t *testing.T) {
 		}, Payload: []byte(payload)}
 	}
 	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
-		st.SendMessage(part("TEXT", "COMPLETE", "a"))
-		st.SendMessage(part("UTF8", "PARTIAL", "b1"))
-		st.SendMessage(part("UTF8", "DONE", "b2"))
-		st.SendMessage(part("utf8", "partial", "c"))
+		st.WriteRaw(encodeMessage(part("TEXT", "COMPLETE", "a")))
+		st.WriteRaw(encodeMessage(part("UTF8", "PARTIAL", "b1")))
+		st.WriteRaw(encodeMessage(part("UTF8", "DONE", "b2")))
+		st.WriteRaw(encodeMessage(part("utf8", "partial", "c")))
 		st.Send(bidi.Text("known"))
 	}))
 	ctx := testCtx(t)
@@ -577,11 +577,11 @@ func TestNoLookAheadPastException(t *testing.T) {
 		for i := 0; i < 32; i++ {
 			st.Send(bidi.Text(fmt.Sprint(i)))
 		}
-		st.SendModelStreamError("E", "container died")
-		st.SendMessage(&eventstream.Message{Headers: eventstream.Headers{
+		st.SendException("ModelStreamError", []byte(`{"Message":"container died","ErrorCode":"E"}`))
+		st.WriteRaw(encodeMessage(&eventstream.Message{Headers: eventstream.Headers{
 			{Name: wire.MessageTypeHeader, Value: eventstream.StringValue("event")},
 			{Name: wire.EventTypeHeader, Value: eventstream.StringValue("AfterTheEnd")},
-		}, Payload: []byte("{}")})
+		}, Payload: []byte("{}")}))
 	}))
 	log := &captureLogger{}
 	c := srv.Client(func(o *bidi.Options) { o.Logger = log; o.ClientLogMode = aws.LogRetries })

@@ -76,20 +76,32 @@ var monoEpoch = time.Now()
 func monotonic() int64 { return int64(time.Since(monoEpoch)) }
 
 // WebSocket close codes SageMaker reports as a ModelStreamError's
-// ErrorCode when the model's container closes its connection.
+// ErrorCode when the model's container closes its connection (listed on
+// CloseCode).
 const (
-	CloseNormal         = 1000 // the container ended the stream normally
-	CloseGoingAway      = 1001 // the container (or platform) is going away
-	CloseProtocolError  = 1002
-	CloseMessageTooBig  = 1009 // a message over the container's or platform's limit
-	CloseInternalError  = 1011 // the container failed
-	CloseServiceRestart = 1012
-	CloseTryAgainLater  = 1013 // overloaded: open a new stream later
+	closeNormal         = 1000 // the container ended the stream normally
+	closeGoingAway      = 1001 // the container (or platform) is going away
+	closeProtocolError  = 1002
+	closeMessageTooBig  = 1009 // a message over the container's or platform's limit
+	closeInternalError  = 1011 // the container failed
+	closeServiceRestart = 1012
+	closeTryAgainLater  = 1013 // overloaded: open a new stream later
 )
 
 // CloseCode returns the WebSocket close code of the container's
 // connection, which SageMaker reports as the ErrorCode, or 0 when the
-// ErrorCode is not one.
+// ErrorCode is not one. The codes a model's container closes with
+// (RFC 6455 §7.4.1):
+//
+//	1000  normal closure: the container ended the stream (see NormalClosure)
+//	1001  going away: the container or the platform is going away
+//	1002  protocol error
+//	1009  message too big: a message over the container's or platform's limit
+//	1011  internal error: the container failed
+//	1012  service restart
+//	1013  try again later: overloaded, open a new stream later
+//
+// Retryable reports the codes after which a new stream may succeed.
 func (e *ModelStreamError) CloseCode() int {
 	n, err := strconv.Atoi(e.ErrorCode_)
 	if err != nil || n < 1000 || n > 4999 {
@@ -101,7 +113,7 @@ func (e *ModelStreamError) CloseCode() int {
 // NormalClosure reports whether the container closed its connection
 // normally (close code 1000): after the last reply, that is the end of
 // the model's answers, not a failure.
-func (e *ModelStreamError) NormalClosure() bool { return e.CloseCode() == CloseNormal }
+func (e *ModelStreamError) NormalClosure() bool { return e.CloseCode() == closeNormal }
 
 // Retryable reports whether the close code says that a new stream may
 // succeed later: 1001 (going away), 1012 (service restart) and 1013 (try
@@ -109,7 +121,7 @@ func (e *ModelStreamError) NormalClosure() bool { return e.CloseCode() == CloseN
 // them (1009: too large; 1002, 1011: the container failed).
 func (e *ModelStreamError) Retryable() bool {
 	switch e.CloseCode() {
-	case CloseGoingAway, CloseServiceRestart, CloseTryAgainLater:
+	case closeGoingAway, closeServiceRestart, closeTryAgainLater:
 		return true
 	}
 	return false

@@ -84,7 +84,7 @@ func TestFinishNormalClosure(t *testing.T) {
 	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 		st.Recv()
 		st.Send(bidi.Text("last"))
-		st.SendModelStreamError("1000", "Model container closed the WebSocket connection (code 1000)")
+		st.SendException("ModelStreamError", []byte(`{"Message":"Model container closed the WebSocket connection (code 1000)","ErrorCode":"1000"}`))
 	}))
 	ctx := testCtx(t)
 	sess := open(t, srv.Client(), ctx)
@@ -115,7 +115,7 @@ func TestFinishFailureAndContext(t *testing.T) {
 			return
 		}
 		if string(m.Data) == "fail" {
-			st.SendModelStreamError("1011", "container failed")
+			st.SendException("ModelStreamError", []byte(`{"Message":"container failed","ErrorCode":"1011"}`))
 			return
 		}
 		<-st.Context().Done()

@@ -105,8 +105,8 @@ func TestSendInterruptedMidMessage(t *testing.T) {
 	cancel()
 	err := <-done
 	var ie *bidi.SendInterruptedError
-	if !errors.As(err, &ie) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Send = %v, want *SendInterruptedError wrapping Canceled", err)
+	if !errors.As(err, &ie) || !errors.Is(err, context.Canceled) || !errors.Is(err, bidi.ErrSendInterrupted) {
+		t.Fatalf("Send = %v, want an error matching ErrSendInterrupted wrapping Canceled", err)
 	}
 	if err := sess.Send(ctx, bidi.Text("x")); !errors.As(err, &ie) {
 		t.Fatalf("Send after the interruption = %v", err)
@@ -439,7 +439,7 @@ func TestPaddingSourceSharedBySessions(t *testing.T) {
 	}))
 	src := &overlapReader{}
 	// Parts padded to 4 KiB: every Send reads the source.
-	c := srv.Client(func(o *bidi.Options) { o.PaddingSource = src; o.Padding = bidi.FixedBucket(4096) })
+	c := srv.Client(func(o *bidi.Options) { o.PaddingSource = src; o.Padding = fixedBucket(4096) })
 	ctx := testCtx(t)
 	const sessions, sends = 4, 25
 	var wg sync.WaitGroup
@@ -546,7 +546,7 @@ func TestSendMidMessageAfterStreamEnd(t *testing.T) {
 				for i := 0; i < tc.messages; i++ {
 					st.Send(bidi.Text(fmt.Sprint(i)))
 				}
-				st.SendModelStreamError("E", "container died")
+				st.SendException("ModelStreamError", []byte(`{"Message":"container died","ErrorCode":"E"}`))
 			}))
 			// 8-byte parts, each padded with 4 KiB read from the source:
 			// the second part's read waits for the gate, and the service
@@ -555,7 +555,7 @@ func TestSendMidMessageAfterStreamEnd(t *testing.T) {
 			c := srv.Client(func(o *bidi.Options) {
 				o.MaxPartSize = 8
 				o.PaddingSource = src
-				o.Padding = bidi.PaddingFunc(func(int) int { return 4096 })
+				o.Padding = func(int) int { return 4096 }
 			})
 			ctx := testCtx(t)
 			sess := open(t, c, ctx)
@@ -604,12 +604,12 @@ func TestPaddingSourceWaitBounded(t *testing.T) {
 	c := srv.Client(func(o *bidi.Options) {
 		o.MaxPartSize = 8
 		o.PaddingSource = src
-		o.Padding = bidi.PaddingFunc(func(n int) int {
+		o.Padding = func(n int) int {
 			if n == 8 {
 				return 0
 			}
 			return 4096
-		})
+		}
 	})
 	ctx := testCtx(t)
 	a, b, cl, d := open(t, c, ctx), open(t, c, ctx), open(t, c, ctx), open(t, c, ctx)
@@ -660,7 +660,7 @@ func TestPaddingSourceReadSize(t *testing.T) {
 	src := newGateSource(t, -1, nil) // never waits
 	c := srv.Client(func(o *bidi.Options) {
 		o.PaddingSource = src
-		o.Padding = bidi.PaddingFunc(func(int) int { return bidi.MaxPadding })
+		o.Padding = func(int) int { return 32767 }
 	})
 	ctx := testCtx(t)
 	sess := open(t, c, ctx)

@@ -18,10 +18,10 @@ type splitter struct {
 }
 
 // newSplitter returns a splitter over m. maxPart <= 0 means
-// DefaultMaxPartSize.
+// defaultMaxPartSize.
 func newSplitter(m Message, maxPart int) splitter {
 	if maxPart <= 0 {
-		maxPart = DefaultMaxPartSize
+		maxPart = defaultMaxPartSize
 	}
 	return splitter{rest: m.Data, typ: m.Type, max: maxPart, cut: maxPart}
 }
@@ -38,7 +38,7 @@ func (s splitter) withCut(cut int) splitter {
 // BucketPadding, a part of exactly a bucket's size (64 KiB, the default)
 // needs a bucket more for its one byte of padding, 12.5% of padding, which
 // one payload byte less avoids.
-func partialCut(maxPart int, p PaddingPolicy) int {
+func partialCut(maxPart int, p func(payloadLen int) int) int {
 	if maxPart < 2 {
 		return maxPart
 	}
@@ -99,10 +99,10 @@ type reassembler struct {
 }
 
 // newReassembler returns a reassembler bounded to maxMessage bytes
-// (<= 0: DefaultMaxMessageSize).
+// (<= 0: defaultMaxMessageSize).
 func newReassembler(maxMessage int) *reassembler {
 	if maxMessage <= 0 {
-		maxMessage = DefaultMaxMessageSize
+		maxMessage = defaultMaxMessageSize
 	}
 	return &reassembler{max: maxMessage}
 }

@@ -11,15 +11,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
 
 // The helpers shared by the tests of package bidi_test: a biditest server
 // and sessions on it, client options, a logger, a stalling proxy, and the
 // waits that order a test's events without sleeping.
+
+// The credentials and region a biditest.Server accepts by default (as
+// its Credentials and Region fields document), for the tests whose
+// credentials provider or bench server does not see the Server.
+var (
+	serverCredentials = aws.Credentials{AccessKeyID: "AKIDBIDITEST", SecretAccessKey: "biditest-secret-access-key-0000"}
+	serverRegion      = "us-west-2"
+)
 
 // testCtx returns a context that bounds a test's waits.
 func testCtx(t *testing.T) context.Context {
@@ -392,4 +402,20 @@ func (p *stallProxy) Close() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// encodeMessage encodes m for Stream.WriteRaw; it panics on a message
+// eventstream cannot encode (a test's bug).
+func encodeMessage(m *eventstream.Message) []byte {
+	b, err := eventstream.AppendMessage(nil, m)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// fixedBucket is the padding policy Options.Padding's doc comment spells
+// out: payload+P a multiple of size.
+func fixedBucket(size int) func(int) int {
+	return func(n int) int { return (n/size+1)*size - n }
 }

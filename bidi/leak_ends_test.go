@@ -44,7 +44,7 @@ func TestNoGoroutineOutlivesClose(t *testing.T) {
 		switch st.EndpointName {
 		case "model-error":
 			st.Accept()
-			st.SendModelStreamError("E", "boom")
+			st.SendException("ModelStreamError", []byte(`{"Message":"boom","ErrorCode":"E"}`))
 		case "reset":
 			st.Accept()
 			if _, err := st.Recv(); err != nil {

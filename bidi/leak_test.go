@@ -24,7 +24,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		}
 		if st.EndpointName == "exception" {
 			st.Accept()
-			st.SendModelStreamError("E", "boom")
+			st.SendException("ModelStreamError", []byte(`{"Message":"boom","ErrorCode":"E"}`))
 			return
 		}
 		biditest.Echo().ServeBidi(st)

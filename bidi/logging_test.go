@@ -38,12 +38,12 @@ func TestNothingSensitiveLogged(t *testing.T) {
 		case "exception":
 			st.Accept()
 			st.Recv()
-			st.SendModelStreamError("E", "stream broke")
+			st.SendException("ModelStreamError", []byte(`{"Message":"stream broke","ErrorCode":"E"}`))
 			return
 		}
 		biditest.Echo().ServeBidi(st)
 	}), func(s *biditest.Server) {
-		s.Credentials = aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey, SessionToken: token}
+		s.Credentials = aws.Credentials{AccessKeyID: serverCredentials.AccessKeyID, SecretAccessKey: serverCredentials.SecretAccessKey, SessionToken: token}
 	})
 	log := &captureLogger{}
 	c := srv.Client(fastRetry, func(o *bidi.Options) {
@@ -89,7 +89,7 @@ func TestNothingSensitiveLogged(t *testing.T) {
 	if len(errText) < 5 {
 		t.Fatalf("only %d errors collected: %q", len(errText), errText)
 	}
-	secrets := []string{payload, biditest.SecretAccessKey, biditest.AccessKeyID, token}
+	secrets := []string{payload, serverCredentials.SecretAccessKey, serverCredentials.AccessKeyID, token}
 	if auth := serverStream(t, srv, 0).Header.Get("Authorization"); auth != "" {
 		_, sig, ok := strings.Cut(auth, "Signature=")
 		if !ok || len(sig) != 64 {

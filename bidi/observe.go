@@ -13,50 +13,50 @@ import (
 
 // Observability: names of the span, its events and attributes, and of the
 // metrics a client records when Options.TracerProvider or
-// Options.MeterProvider is set. The operation-level metrics use
-// aws-sdk-go-v2's client.call.* names; the stream-level ones are under
-// StreamMetricPrefix. No attribute ever holds a payload, a credential or a
-// signature.
+// Options.MeterProvider is set (documented there). The operation-level
+// metrics use aws-sdk-go-v2's client.call.* names; the stream-level ones
+// are under streamMetricPrefix. No attribute ever holds a payload, a
+// credential or a signature.
 const (
-	// ObservabilityScope is the instrumentation scope of the tracer and
+	// observabilityScope is the instrumentation scope of the tracer and
 	// the meter.
-	ObservabilityScope = "github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	observabilityScope = "github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 
-	// SpanName is the name of the span that covers a whole session, from
+	// spanName is the name of the span that covers a whole session, from
 	// Open to the stream's end.
-	SpanName = ServiceID + ".InvokeEndpointWithBidirectionalStream"
+	spanName = serviceID + ".InvokeEndpointWithBidirectionalStream"
 
-	// StreamMetricPrefix prefixes the stream-level metrics.
-	StreamMetricPrefix = "sagemaker_bidi.stream."
+	// streamMetricPrefix prefixes the stream-level metrics.
+	streamMetricPrefix = "sagemaker_bidi.stream."
 
 	// Span events.
-	EventResponse   = "response"    // the response head arrived (attribute http.status_code)
-	EventFirstEvent = "first_event" // the first PayloadPart arrived
-	EventRetry      = "retry"       // the open is tried again (attributes attempt, error.type)
+	eventResponse   = "response"    // the response head arrived (attribute http.status_code)
+	eventFirstEvent = "first_event" // the first PayloadPart arrived
+	eventRetry      = "retry"       // the open is tried again (attributes attempt, error.type)
 
 	// Attributes.
-	AttrService      = "rpc.service" // ServiceID
-	AttrMethod       = "rpc.method"  // "InvokeEndpointWithBidirectionalStream"
-	AttrEndpoint     = "aws.sagemaker.endpoint_name"
-	AttrStatusCode   = "http.status_code" // the response status
-	AttrAttempt      = "attempt"          // the attempt that failed (1 = first)
-	AttrErrorType    = "error.type"       // the error code of an API error, else the Go type
-	AttrEndReason    = "end_reason"       // see the EndReason constants
-	AttrOperationErr = "exception.type"   // on client.call.errors
-	AttrCloseCode    = "close_code"       // a ModelStreamError's WebSocket close code
+	attrService      = "rpc.service" // serviceID
+	attrMethod       = "rpc.method"  // "InvokeEndpointWithBidirectionalStream"
+	attrEndpoint     = "aws.sagemaker.endpoint_name"
+	attrStatusCode   = "http.status_code" // the response status
+	attrAttempt      = "attempt"          // the attempt that failed (1 = first)
+	attrErrorType    = "error.type"       // the error code of an API error, else the Go type
+	attrEndReason    = "end_reason"       // see the end reasons below
+	attrOperationErr = "exception.type"   // on client.call.errors
+	attrCloseCode    = "close_code"       // a ModelStreamError's WebSocket close code
 )
 
 // End reasons of a session, the end_reason attribute of its span and of
-// the StreamMetricPrefix+"ends" counter.
+// the streamMetricPrefix+"ends" counter.
 const (
-	EndCompleted    = "completed"     // the service ended the stream cleanly (or with close code 1000)
-	EndClosed       = "closed"        // Close was called before the end
-	EndContext      = "context"       // the context given to Open ended
-	EndHTTPError    = "http_error"    // the service answered with an HTTP error
-	EndStreamError  = "stream_error"  // a mid-stream exception (ModelStreamError, InternalStreamFailure, ...)
-	EndConnection   = "connection"    // the connection failed (dead peer, reset, refused)
-	EndSendAborted  = "send_aborted"  // a Send was interrupted halfway (SendInterruptedError)
-	EndClientFailed = "client_failed" // credentials, signing or encoding failed
+	endCompleted    = "completed"     // the service ended the stream cleanly (or with close code 1000)
+	endClosed       = "closed"        // Close was called before the end
+	endContext      = "context"       // the context given to Open ended
+	endHTTPError    = "http_error"    // the service answered with an HTTP error
+	endStreamError  = "stream_error"  // a mid-stream exception (ModelStreamError, InternalStreamFailure, ...)
+	endConnection   = "connection"    // the connection failed (dead peer, reset, refused)
+	endSendAborted  = "send_aborted"  // a Send was interrupted halfway (ErrSendInterrupted)
+	endClientFailed = "client_failed" // credentials, signing or encoding failed
 )
 
 // observer holds a client's tracer and instruments; nil when neither
@@ -90,26 +90,26 @@ func newObserver(tp tracing.TracerProvider, mp metrics.MeterProvider) *observer 
 	if mp == nil {
 		mp = metrics.NopMeterProvider{}
 	}
-	o := &observer{tracer: tp.Tracer(ObservabilityScope)}
-	m := meterOrNop{mp.Meter(ObservabilityScope)}
+	o := &observer{tracer: tp.Tracer(observabilityScope)}
+	m := meterOrNop{mp.Meter(observabilityScope)}
 	unit := func(u, d string) metrics.InstrumentOption {
 		return func(io *metrics.InstrumentOptions) { io.UnitLabel, io.Description = u, d }
 	}
 	o.callDuration, _ = m.Float64Histogram("client.call.duration", unit("s", "Time from Open to the response head (or the open's failure), retries included"))
 	o.callAttempts, _ = m.Int64Counter("client.call.attempts", unit("{attempt}", "Attempts to open a stream"))
 	o.callErrors, _ = m.Int64Counter("client.call.errors", unit("{error}", "Opens that failed"))
-	o.firstEvent, _ = m.Float64Histogram(StreamMetricPrefix+"time_to_first_event", unit("s", "Time from Open to the first PayloadPart received"))
-	o.eventsSent, _ = m.Int64Counter(StreamMetricPrefix+"events_sent", unit("{event}", "PayloadParts sent"))
-	o.eventsRecv, _ = m.Int64Counter(StreamMetricPrefix+"events_received", unit("{event}", "PayloadParts received"))
-	o.bytesSent, _ = m.Int64Counter(StreamMetricPrefix+"bytes_sent", unit("By", "Payload bytes sent"))
-	o.bytesRecv, _ = m.Int64Counter(StreamMetricPrefix+"bytes_received", unit("By", "Payload bytes received"))
-	o.duration, _ = m.Float64Histogram(StreamMetricPrefix+"duration", unit("s", "Session duration, Open to end"))
-	o.active, _ = m.Int64UpDownCounter(StreamMetricPrefix+"active", unit("{session}", "Open sessions"))
-	o.retries, _ = m.Int64Counter(StreamMetricPrefix+"retries", unit("{retry}", "Retried opens"))
-	o.ends, _ = m.Int64Counter(StreamMetricPrefix+"ends", unit("{session}", "Ended sessions, by end_reason"))
+	o.firstEvent, _ = m.Float64Histogram(streamMetricPrefix+"time_to_first_event", unit("s", "Time from Open to the first PayloadPart received"))
+	o.eventsSent, _ = m.Int64Counter(streamMetricPrefix+"events_sent", unit("{event}", "PayloadParts sent"))
+	o.eventsRecv, _ = m.Int64Counter(streamMetricPrefix+"events_received", unit("{event}", "PayloadParts received"))
+	o.bytesSent, _ = m.Int64Counter(streamMetricPrefix+"bytes_sent", unit("By", "Payload bytes sent"))
+	o.bytesRecv, _ = m.Int64Counter(streamMetricPrefix+"bytes_received", unit("By", "Payload bytes received"))
+	o.duration, _ = m.Float64Histogram(streamMetricPrefix+"duration", unit("s", "Session duration, Open to end"))
+	o.active, _ = m.Int64UpDownCounter(streamMetricPrefix+"active", unit("{session}", "Open sessions"))
+	o.retries, _ = m.Int64Counter(streamMetricPrefix+"retries", unit("{retry}", "Retried opens"))
+	o.ends, _ = m.Int64Counter(streamMetricPrefix+"ends", unit("{session}", "Ended sessions, by end_reason"))
 	o.baseRecordOpt = []metrics.RecordMetricOption{func(ro *metrics.RecordMetricOptions) {
-		ro.Properties.Set(AttrService, ServiceID)
-		ro.Properties.Set(AttrMethod, "InvokeEndpointWithBidirectionalStream")
+		ro.Properties.Set(attrService, serviceID)
+		ro.Properties.Set(attrMethod, "InvokeEndpointWithBidirectionalStream")
 	}}
 	return o
 }
@@ -133,11 +133,11 @@ func (o *observer) startSession(ctx context.Context, endpoint string) *sessionOb
 	if o == nil {
 		return nil
 	}
-	sctx, span := o.tracer.StartSpan(ctx, SpanName, func(so *tracing.SpanOptions) {
+	sctx, span := o.tracer.StartSpan(ctx, spanName, func(so *tracing.SpanOptions) {
 		so.Kind = tracing.SpanKindClient
-		so.Properties.Set(AttrService, ServiceID)
-		so.Properties.Set(AttrMethod, "InvokeEndpointWithBidirectionalStream")
-		so.Properties.Set(AttrEndpoint, endpoint)
+		so.Properties.Set(attrService, serviceID)
+		so.Properties.Set(attrMethod, "InvokeEndpointWithBidirectionalStream")
+		so.Properties.Set(attrEndpoint, endpoint)
 	})
 	so := &sessionObs{o: o, span: span, ctx: context.WithoutCancel(sctx), start: time.Now()}
 	o.active.Add(so.ctx, 1, o.baseRecordOpt...)
@@ -158,9 +158,9 @@ func (so *sessionObs) retry(n int, err error) {
 	if so == nil {
 		return
 	}
-	so.span.AddEvent(EventRetry, func(eo *tracing.EventOptions) {
-		eo.Properties.Set(AttrAttempt, n)
-		eo.Properties.Set(AttrErrorType, errorType(err))
+	so.span.AddEvent(eventRetry, func(eo *tracing.EventOptions) {
+		eo.Properties.Set(attrAttempt, n)
+		eo.Properties.Set(attrErrorType, errorType(err))
 	})
 	so.o.retries.Add(so.ctx, 1, so.o.baseRecordOpt...)
 }
@@ -171,8 +171,8 @@ func (so *sessionObs) response(status int) {
 		return
 	}
 	so.answered = true
-	so.span.AddEvent(EventResponse, func(eo *tracing.EventOptions) { eo.Properties.Set(AttrStatusCode, status) })
-	so.span.SetProperty(AttrStatusCode, status)
+	so.span.AddEvent(eventResponse, func(eo *tracing.EventOptions) { eo.Properties.Set(attrStatusCode, status) })
+	so.span.SetProperty(attrStatusCode, status)
 	so.o.callDuration.Record(so.ctx, time.Since(so.start).Seconds(), so.o.baseRecordOpt...)
 }
 
@@ -184,7 +184,7 @@ func (so *sessionObs) received(n int) {
 	}
 	if !so.gotFirst {
 		so.gotFirst = true
-		so.span.AddEvent(EventFirstEvent)
+		so.span.AddEvent(eventFirstEvent)
 		so.o.firstEvent.Record(so.ctx, time.Since(so.start).Seconds(), so.o.baseRecordOpt...)
 	}
 	so.o.eventsRecv.Add(so.ctx, 1, so.o.baseRecordOpt...)
@@ -209,12 +209,12 @@ func (so *sessionObs) end(err error) {
 	}
 	so.ended = true
 	reason := endReason(err)
-	so.span.SetProperty(AttrEndReason, reason)
-	if err != nil && reason != EndCompleted && reason != EndClosed {
-		so.span.SetProperty(AttrErrorType, errorType(err))
+	so.span.SetProperty(attrEndReason, reason)
+	if err != nil && reason != endCompleted && reason != endClosed {
+		so.span.SetProperty(attrErrorType, errorType(err))
 		var mse *ModelStreamError
 		if errors.As(err, &mse) && mse.CloseCode() != 0 {
-			so.span.SetProperty(AttrCloseCode, mse.CloseCode())
+			so.span.SetProperty(attrCloseCode, mse.CloseCode())
 		}
 		so.span.SetStatus(tracing.SpanStatusError)
 	} else {
@@ -223,13 +223,13 @@ func (so *sessionObs) end(err error) {
 	if !so.answered {
 		so.o.callDuration.Record(so.ctx, time.Since(so.start).Seconds(), so.o.baseRecordOpt...)
 		so.o.callErrors.Add(so.ctx, 1, append(so.o.baseRecordOpt[:len(so.o.baseRecordOpt):len(so.o.baseRecordOpt)], func(ro *metrics.RecordMetricOptions) {
-			ro.Properties.Set(AttrOperationErr, errorType(err))
+			ro.Properties.Set(attrOperationErr, errorType(err))
 		})...)
 	}
 	so.o.duration.Record(so.ctx, time.Since(so.start).Seconds(), so.o.baseRecordOpt...)
 	so.o.active.Add(so.ctx, -1, so.o.baseRecordOpt...)
 	so.o.ends.Add(so.ctx, 1, append(so.o.baseRecordOpt[:len(so.o.baseRecordOpt):len(so.o.baseRecordOpt)], func(ro *metrics.RecordMetricOptions) {
-		ro.Properties.Set(AttrEndReason, reason)
+		ro.Properties.Set(attrEndReason, reason)
 	})...)
 	so.span.End()
 }
@@ -239,30 +239,30 @@ func endReason(err error) string {
 	var (
 		re  *ResponseError
 		oce *OpenContextError
-		sie *SendInterruptedError
+		sie *sendInterruptedError
 		mse *ModelStreamError
 		isf *InternalStreamFailure
 		se  *ExceptionError
 	)
 	switch {
 	case err == nil, err == io.EOF, errors.Is(err, ErrStreamEnded), IsNormalClosure(err):
-		return EndCompleted
+		return endCompleted
 	case errors.Is(err, ErrSessionClosed):
 		// Only a Close that came before the end was decided: a Close
 		// after a failure (the usual defer) leaves the failure's reason.
-		return EndClosed
+		return endClosed
 	case errors.As(err, &oce), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return EndContext
+		return endContext
 	case errors.As(err, &re):
-		return EndHTTPError
+		return endHTTPError
 	case errors.As(err, &sie):
-		return EndSendAborted
+		return endSendAborted
 	case errors.As(err, &mse), errors.As(err, &isf), errors.As(err, &se):
-		return EndStreamError
-	case errors.Is(err, ErrNoCredentials), errors.Is(err, ErrExpiredCredentials), errors.Is(err, ErrMalformedResponse):
-		return EndClientFailed
+		return endStreamError
+	case errors.Is(err, errNoCredentials), errors.Is(err, errExpiredCredentials), errors.Is(err, ErrMalformedResponse):
+		return endClientFailed
 	}
-	return EndConnection
+	return endConnection
 }
 
 // errorType is the log-safe type of err: an API error's code, else the Go

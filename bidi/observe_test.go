@@ -106,7 +106,7 @@ func (m *memMeter) record(name string, v float64, opts []metrics.RecordMetricOpt
 		fn(&o)
 	}
 	key := name
-	if r, ok := o.Properties.Get(bidi.AttrEndReason).(string); ok {
+	if r, ok := o.Properties.Get("end_reason").(string); ok {
 		key += "{" + r + "}"
 	}
 	m.mu.Lock()
@@ -232,22 +232,22 @@ func TestObservabilityWholeStream(t *testing.T) {
 	drainEOF(t, sess)
 	span := waitSpanEnded(t, sess, tr)
 	props, events, status, _ := span.snapshot()
-	if span.name != bidi.SpanName || span.kind != tracing.SpanKindClient {
+	if span.name != "SageMaker Runtime HTTP2.InvokeEndpointWithBidirectionalStream" || span.kind != tracing.SpanKindClient {
 		t.Errorf("span %q kind %v", span.name, span.kind)
 	}
 	if strings.Join(events, ",") != "response,first_event" {
 		t.Errorf("events %v, want response,first_event", events)
 	}
-	if props[bidi.AttrEndReason] != bidi.EndCompleted || status != tracing.SpanStatusOK || props[bidi.AttrStatusCode] != 200 || props[bidi.AttrEndpoint] != "my-endpoint" {
+	if props["end_reason"] != "completed" || status != tracing.SpanStatusOK || props["http.status_code"] != 200 || props["aws.sagemaker.endpoint_name"] != "my-endpoint" {
 		t.Errorf("span attributes %v, status %v", props, status)
 	}
 	for k, v := range props {
 		s := fmt.Sprint(k, "=", v)
-		if strings.Contains(s, payload) || strings.Contains(s, biditest.SecretAccessKey) || strings.Contains(s, "Signature") {
+		if strings.Contains(s, payload) || strings.Contains(s, serverCredentials.SecretAccessKey) || strings.Contains(s, "Signature") {
 			t.Errorf("attribute leaks content: %s", s)
 		}
 	}
-	p := bidi.StreamMetricPrefix
+	p := "sagemaker_bidi.stream."
 	for key, want := range map[string]float64{
 		p + "events_sent": 3, p + "events_received": 3,
 		p + "bytes_sent": 3 * float64(len(payload)), p + "bytes_received": 3 * float64(len(payload)),
@@ -298,10 +298,10 @@ func TestObservabilityFailuresAndRetries(t *testing.T) {
 		}
 		waitBriefly()
 	}
-	if strings.Join(events, ",") != "retry" || props[bidi.AttrEndReason] != bidi.EndHTTPError || props[bidi.AttrErrorType] != "ModelError" || status != tracing.SpanStatusError {
+	if strings.Join(events, ",") != "retry" || props["end_reason"] != "http_error" || props["error.type"] != "ModelError" || status != tracing.SpanStatusError {
 		t.Errorf("events %v, attributes %v, status %v", events, props, status)
 	}
-	p := bidi.StreamMetricPrefix
+	p := "sagemaker_bidi.stream."
 	if mm.total(p+"retries") != 1 || mm.total("client.call.attempts") != 2 || mm.total("client.call.errors") != 1 || mm.total(p+"ends{http_error}") != 1 || mm.total(p+"active") != 0 {
 		t.Errorf("metrics %v", mm.totals)
 	}

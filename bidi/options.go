@@ -19,61 +19,19 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 )
 
-// Defaults and limits for [Options].
+// Defaults and limits of the Options fields, documented on each field.
 const (
-	// DefaultMaxPartSize is the largest payload Send puts in one PayloadPart
-	// (64 KiB). Larger messages are split into PARTIAL…COMPLETE parts. It
-	// is small enough that one session's large message does not hold the
-	// shared HTTP/2 connection for long (other streams' frames interleave
-	// between parts, and the model can start on the first part) and that
-	// a part fits the common 64 KiB HTTP/2 stream window, yet large enough
-	// that the ~250 bytes of envelope, headers and signature per part cost
-	// under 0.4%.
-	DefaultMaxPartSize = 64 << 10
-
-	// MaxPartSizeLimit is the largest allowed MaxPartSize (16 MiB),
-	// comfortably below the event-stream payload limit of 24 MiB once
-	// envelope, headers and padding are added.
-	MaxPartSizeLimit = 16 << 20
-
-	// DefaultMaxMessageSize is the default bound on a reassembled received
-	// message (16 MiB).
-	DefaultMaxMessageSize = 16 << 20
-
-	// DefaultRetryMaxAttempts is the default number of attempts to open a
-	// session (the first try included).
-	DefaultRetryMaxAttempts = 3
-
-	// DefaultRetryMaxBackoff is the default upper bound of the jittered
-	// delay between attempts to open a session.
-	DefaultRetryMaxBackoff = 5 * time.Second
-
-	// DefaultReplayLimit is the default number of bytes of messages sent
-	// before the response headers arrived that a session keeps so that it
-	// can replay them on a retried open (1 MiB).
-	DefaultReplayLimit = 1 << 20
-
-	// DefaultHealthCheckInterval is the default idle time after which an
-	// HTTP/2 PING checks that the peer is alive.
-	DefaultHealthCheckInterval = 15 * time.Second
-
-	// DefaultHealthCheckTimeout is the default time to wait for the PING
-	// acknowledgement before the connection is declared dead.
-	DefaultHealthCheckTimeout = 10 * time.Second
-
-	// DefaultMaxStreamsPerConnection is the default cap of sessions on one
-	// HTTP/2 connection (the server's own limit applies too; SageMaker's
-	// is not documented, biditest's default is 250). It was chosen by
-	// measurement: more sessions per connection cost no less CPU and
-	// queue behind the server's per-connection work.
-	DefaultMaxStreamsPerConnection = transport.DefaultMaxStreamsPerConn
-
-	// DefaultIdleConnTimeout is the default time after which a connection
-	// without sessions is closed.
-	DefaultIdleConnTimeout = transport.DefaultIdleTimeout
-
-	// DefaultDialTimeout is the default bound on establishing a connection.
-	DefaultDialTimeout = transport.DefaultDialTimeout
+	defaultMaxPartSize             = 64 << 10
+	maxPartSizeLimit               = 16 << 20 // below the event-stream payload limit of 24 MiB with envelope, headers and padding
+	defaultMaxMessageSize          = 16 << 20
+	defaultRetryMaxAttempts        = 3
+	defaultRetryMaxBackoff         = 5 * time.Second
+	defaultReplayLimit             = 1 << 20
+	defaultHealthCheckInterval     = 15 * time.Second
+	defaultHealthCheckTimeout      = 10 * time.Second
+	defaultMaxStreamsPerConnection = transport.DefaultMaxStreamsPerConn
+	defaultIdleConnTimeout         = transport.DefaultIdleTimeout
+	defaultDialTimeout             = transport.DefaultDialTimeout
 )
 
 // Options configures a Client. Build it with [NewFromConfig] and adjust it
@@ -109,7 +67,7 @@ type Options struct {
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// DialTimeout bounds establishing a connection (TCP, proxy tunnel, TLS,
-	// HTTP/2 SETTINGS). 0 means DefaultDialTimeout.
+	// HTTP/2 SETTINGS). 0 means 30 seconds.
 	DialTimeout time.Duration
 
 	// Proxy returns the HTTPS proxy for a request, as http.Transport.Proxy
@@ -122,12 +80,14 @@ type Options struct {
 	// connection (the server's own SETTINGS_MAX_CONCURRENT_STREAMS is
 	// respected too, whichever is lower). Sessions beyond a full pool wait
 	// for the one connection being dialed instead of dialing their own. 0
-	// means DefaultMaxStreamsPerConnection; 1 gives every session its own
-	// connection.
+	// means 250, chosen by measurement: more sessions per connection cost
+	// no less CPU and queue behind the server's per-connection work
+	// (SageMaker's own limit is not documented; biditest's is 250). 1
+	// gives every session its own connection.
 	MaxStreamsPerConnection int
 
 	// IdleConnTimeout closes a connection that has carried no session for
-	// that long. 0 means DefaultIdleConnTimeout; negative keeps idle
+	// that long. 0 means 90 seconds; negative keeps idle
 	// connections until Client.CloseIdleConnections.
 	IdleConnTimeout time.Duration
 
@@ -156,33 +116,82 @@ type Options struct {
 	ClientLogMode aws.ClientLogMode
 
 	// TracerProvider, if set, traces each session with one span from Open
-	// to the stream's end (see SpanName and the Event* and Attr*
-	// constants). Nil, the default, records nothing and costs nothing.
+	// to the stream's end, named
+	// "SageMaker Runtime HTTP2.InvokeEndpointWithBidirectionalStream", of
+	// kind client, from the tracer of scope
+	// "github.com/sagemaker-bidi/sagemaker-bidi/bidi". Its attributes:
+	// "rpc.service" ("SageMaker Runtime HTTP2"), "rpc.method"
+	// ("InvokeEndpointWithBidirectionalStream"),
+	// "aws.sagemaker.endpoint_name", "http.status_code" (the response
+	// status), "end_reason" (below), and for a session that failed
+	// "error.type" (the error code of an API error, else the Go type) and,
+	// for a ModelStreamError, "close_code". Its events: "response" (the
+	// response head arrived; http.status_code), "first_event" (the first
+	// PayloadPart arrived) and "retry" (the open is tried again; "attempt",
+	// the attempt that failed, 1 for the first, and error.type).
+	//
+	// The end_reason of a session, on its span and on the
+	// sagemaker_bidi.stream.ends counter, is one of "completed" (the
+	// service ended the stream cleanly, or with close code 1000), "closed"
+	// (Close was called before the end), "context" (the context given to
+	// Open ended), "http_error" (the service answered with an HTTP error),
+	// "stream_error" (a mid-stream exception: ModelStreamError,
+	// InternalStreamFailure, ...), "connection" (the connection failed:
+	// dead peer, reset, refused), "send_aborted" (a Send was interrupted
+	// halfway) or "client_failed" (credentials, signing or encoding
+	// failed). No attribute ever holds a payload, a credential or a
+	// signature. Nil, the default, records nothing and costs nothing.
 	TracerProvider tracing.TracerProvider
 
-	// MeterProvider, if set, receives the client's metrics: the
-	// operation-level client.call.duration, client.call.attempts and
-	// client.call.errors, and the stream-level ones under
-	// StreamMetricPrefix. Nil, the default, records nothing.
+	// MeterProvider, if set, receives the client's metrics, from the meter
+	// of scope "github.com/sagemaker-bidi/sagemaker-bidi/bidi", each data
+	// point with the attributes rpc.service and rpc.method (see
+	// TracerProvider): the operation-level ones of aws-sdk-go-v2,
+	// client.call.duration (s, Open to the response head or the open's
+	// failure, retries included), client.call.attempts and
+	// client.call.errors (with "exception.type"), and the stream-level
+	// ones sagemaker_bidi.stream.time_to_first_event (s),
+	// .events_sent, .events_received (PayloadParts), .bytes_sent,
+	// .bytes_received (payload bytes), .duration (s, Open to end),
+	// .active (open sessions), .retries and .ends (by end_reason). Nil,
+	// the default, records nothing.
 	MeterProvider metrics.MeterProvider
 
 	// AppID is an application identifier added to the User-Agent header.
 	AppID string
 
 	// MaxPartSize is the largest payload sent in one PayloadPart; larger
-	// messages are fragmented. 0 means DefaultMaxPartSize (see there for
-	// why 64 KiB); at most MaxPartSizeLimit.
+	// messages are fragmented. 0 means 64 KiB: small enough that one
+	// session's large message does not hold the shared HTTP/2 connection
+	// for long (other streams' frames interleave between parts, and the
+	// model can start on the first part) and that a part fits the common
+	// 64 KiB HTTP/2 stream window, yet large enough that the ~250 bytes of
+	// envelope, headers and signature per part cost under 0.4%. At most
+	// 16 MiB, below the event-stream payload limit of 24 MiB once
+	// envelope, headers and padding are added.
 	MaxPartSize int
 
 	// MaxMessageSize bounds a reassembled received message. A larger one
 	// is discarded and Recv returns a *MessageTooLargeError. 0 means
-	// DefaultMaxMessageSize.
+	// 16 MiB.
 	MaxMessageSize int
 
-	// Padding decides how many padding bytes each sent part carries (the
-	// P header) to hide payload sizes. Nil means BucketPadding;
-	// NoPadding{} disables padding.
-	Padding PaddingPolicy
+	// Padding is the padding policy: it returns how many padding bytes a
+	// sent part of payloadLen bytes carries in its P header, to hide the
+	// exact payload size from an observer of the encrypted traffic (0
+	// omits the P header; values above 32767, the most P can hold, count
+	// as 32767). Nil means [BucketPadding]. Two others:
+	//
+	//	func(int) int { return 0 } // no padding: exact sizes are visible
+	//	func(n int) int { return (n/size+1)*size - n } // payload+P a multiple of size (at most 32767)
+	//
+	// A policy must be deterministic in payloadLen: random-length padding
+	// alone does not hide sizes, since repeated observations average it
+	// out; pad so that payload+padding falls on a small set of sizes
+	// instead. Small buckets leak more; a bucket at least as large as the
+	// biggest payload hides sizes completely at the cost of bandwidth. A
+	// policy must be safe for concurrent use.
+	Padding func(payloadLen int) int
 
 	// PaddingSource supplies the random bytes of the padding (mapped to
 	// printable ASCII), for reproducible tests. Nil means a
@@ -225,30 +234,30 @@ type Options struct {
 	// RetryMaxAttempts is the number of attempts to open a session, the
 	// first included, when the service answers 503, throttles, or reports
 	// a transient "Failed to establish WebSocket connection" (424). 0 means
-	// DefaultRetryMaxAttempts; 1 disables retries. Only opening is
+	// 3; 1 disables retries. Only opening is
 	// retried, never a stream the model has already answered.
 	RetryMaxAttempts int
 
 	// RetryMaxBackoff bounds the full-jitter exponential delay between
-	// attempts. 0 means DefaultRetryMaxBackoff.
+	// attempts. 0 means 5 seconds.
 	RetryMaxBackoff time.Duration
 
 	// ReplayLimit is how many bytes of messages sent before the response
 	// headers arrive a session keeps for replay on a retried open. If more
-	// was sent, the open is not retried. 0 means DefaultReplayLimit; a
+	// was sent, the open is not retried. 0 means 1 MiB; a
 	// negative value keeps nothing (a retry is then possible only if
 	// nothing was sent yet).
 	ReplayLimit int
 
 	// HealthCheckInterval is how long a connection may stay silent before
-	// an HTTP/2 PING checks the peer. 0 means DefaultHealthCheckInterval; a
+	// an HTTP/2 PING checks the peer. 0 means 15 seconds; a
 	// negative value disables health checks. Applies to the client's own
 	// HTTP/2 engine.
 	HealthCheckInterval time.Duration
 
 	// HealthCheckTimeout is how long to wait for the PING acknowledgement
 	// before the connection is closed and its sessions fail with
-	// ErrDeadPeer. 0 means DefaultHealthCheckTimeout.
+	// ErrDeadPeer. 0 means 10 seconds.
 	HealthCheckTimeout time.Duration
 
 	// rootCAs are the certificate authorities of a custom CA bundle
@@ -263,9 +272,9 @@ type Options struct {
 	engineHooks *transport.Hooks
 }
 
-// Copy returns a copy of o that shares no pointers the Client might
+// clone returns a copy of o that shares no pointers the Client might
 // modify.
-func (o Options) Copy() Options {
+func (o Options) clone() Options {
 	if o.BaseEndpoint != nil {
 		s := *o.BaseEndpoint
 		o.BaseEndpoint = &s
@@ -285,23 +294,23 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = logging.Nop{}
 	}
-	defaultTo(&o.MaxPartSize, DefaultMaxPartSize)
-	defaultTo(&o.MaxMessageSize, DefaultMaxMessageSize)
+	defaultTo(&o.MaxPartSize, defaultMaxPartSize)
+	defaultTo(&o.MaxMessageSize, defaultMaxMessageSize)
 	if o.Padding == nil {
-		o.Padding = BucketPadding{}
+		o.Padding = BucketPadding
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	maxAttemptsSet := o.RetryMaxAttempts != 0
-	defaultTo(&o.RetryMaxAttempts, DefaultRetryMaxAttempts)
-	defaultTo(&o.RetryMaxBackoff, DefaultRetryMaxBackoff)
-	defaultTo(&o.ReplayLimit, DefaultReplayLimit)
-	defaultTo(&o.HealthCheckInterval, DefaultHealthCheckInterval)
-	defaultTo(&o.HealthCheckTimeout, DefaultHealthCheckTimeout)
-	defaultTo(&o.MaxStreamsPerConnection, DefaultMaxStreamsPerConnection)
-	defaultTo(&o.IdleConnTimeout, DefaultIdleConnTimeout)
-	defaultTo(&o.DialTimeout, DefaultDialTimeout)
+	defaultTo(&o.RetryMaxAttempts, defaultRetryMaxAttempts)
+	defaultTo(&o.RetryMaxBackoff, defaultRetryMaxBackoff)
+	defaultTo(&o.ReplayLimit, defaultReplayLimit)
+	defaultTo(&o.HealthCheckInterval, defaultHealthCheckInterval)
+	defaultTo(&o.HealthCheckTimeout, defaultHealthCheckTimeout)
+	defaultTo(&o.MaxStreamsPerConnection, defaultMaxStreamsPerConnection)
+	defaultTo(&o.IdleConnTimeout, defaultIdleConnTimeout)
+	defaultTo(&o.DialTimeout, defaultDialTimeout)
 	o.resolveRetryer(maxAttemptsSet)
 }
 
@@ -354,8 +363,8 @@ func cacheCredentials(p aws.CredentialsProvider) aws.CredentialsProvider {
 // endpoint; see endpoint.
 func (o *Options) validate() error {
 	switch {
-	case o.MaxPartSize < 0 || o.MaxPartSize > MaxPartSizeLimit:
-		return fmt.Errorf("bidi: Options.MaxPartSize %d out of range [1, %d]", o.MaxPartSize, MaxPartSizeLimit)
+	case o.MaxPartSize < 0 || o.MaxPartSize > maxPartSizeLimit:
+		return fmt.Errorf("bidi: Options.MaxPartSize %d out of range [1, %d]", o.MaxPartSize, maxPartSizeLimit)
 	case o.MaxMessageSize < 0:
 		return fmt.Errorf("bidi: Options.MaxMessageSize %d is negative", o.MaxMessageSize)
 	case o.RetryMaxAttempts < 0:
@@ -369,11 +378,11 @@ func (o *Options) validate() error {
 	case o.HealthCheckTimeout < 0:
 		return fmt.Errorf("bidi: Options.HealthCheckTimeout %v is negative", o.HealthCheckTimeout)
 	case o.Credentials == nil:
-		return ErrNoCredentials
+		return errNoCredentials
 	case o.Region == "" && o.BaseEndpoint != nil:
 		// Without a custom endpoint, endpoint resolution reports the
 		// missing region in the rule set's words.
-		return ErrNoRegion
+		return errNoRegion
 	}
 	return nil
 }

@@ -14,14 +14,14 @@ import (
 func TestOptionsDefaults(t *testing.T) {
 	var o Options
 	o.setDefaults()
-	if o.MaxPartSize != DefaultMaxPartSize || o.MaxMessageSize != DefaultMaxMessageSize ||
-		o.RetryMaxAttempts != DefaultRetryMaxAttempts || o.RetryMaxBackoff != DefaultRetryMaxBackoff ||
-		o.ReplayLimit != DefaultReplayLimit || o.HealthCheckInterval != DefaultHealthCheckInterval ||
-		o.HealthCheckTimeout != DefaultHealthCheckTimeout {
+	if o.MaxPartSize != defaultMaxPartSize || o.MaxMessageSize != defaultMaxMessageSize ||
+		o.RetryMaxAttempts != defaultRetryMaxAttempts || o.RetryMaxBackoff != defaultRetryMaxBackoff ||
+		o.ReplayLimit != defaultReplayLimit || o.HealthCheckInterval != defaultHealthCheckInterval ||
+		o.HealthCheckTimeout != defaultHealthCheckTimeout {
 		t.Errorf("defaults not applied: %+v", o)
 	}
-	if _, ok := o.Padding.(BucketPadding); !ok {
-		t.Errorf("Padding = %T", o.Padding)
+	if o.Padding == nil || o.Padding(100) != BucketPadding(100) || o.Padding(5000) != BucketPadding(5000) {
+		t.Error("Padding not defaulted to BucketPadding")
 	}
 	if _, ok := o.Logger.(logging.Nop); !ok {
 		t.Errorf("Logger = %T", o.Logger)
@@ -35,15 +35,15 @@ func TestOptionsDefaults(t *testing.T) {
 	o = Options{
 		MaxPartSize: 10, MaxMessageSize: 20, RetryMaxAttempts: 1, RetryMaxBackoff: time.Second,
 		ReplayLimit: -1, HealthCheckInterval: -1, HealthCheckTimeout: time.Second,
-		Padding: NoPadding{}, Now: func() time.Time { return fixed },
+		Padding: noPadding, Now: func() time.Time { return fixed },
 	}
 	o.setDefaults()
 	if o.MaxPartSize != 10 || o.MaxMessageSize != 20 || o.RetryMaxAttempts != 1 || o.ReplayLimit != -1 ||
 		o.HealthCheckInterval != -1 || o.HealthCheckTimeout != time.Second || !o.Now().Equal(fixed) {
 		t.Errorf("explicit values changed: %+v", o)
 	}
-	if _, ok := o.Padding.(NoPadding); !ok {
-		t.Errorf("Padding = %T", o.Padding)
+	if o.Padding == nil || o.Padding(100) != 0 {
+		t.Error("an explicit Padding changed")
 	}
 }
 
@@ -60,7 +60,7 @@ func TestOptionsFIPSPseudoRegion(t *testing.T) {
 	// With a custom endpoint the pseudo-region is a FIPS conflict.
 	o = Options{Region: "us-east-2-fips", BaseEndpoint: strPtr("https://example.com")}
 	o.setDefaults()
-	var ee *EndpointError
+	var ee *endpointError
 	if _, err := o.endpoint(); !errors.As(err, &ee) {
 		t.Fatalf("endpoint = %v, want *EndpointError", err)
 	}
@@ -74,8 +74,8 @@ func TestOptionsValidate(t *testing.T) {
 		field string // "" = valid
 	}{
 		{"defaults", func(*Options) {}, ""},
-		{"part at limit", func(o *Options) { o.MaxPartSize = MaxPartSizeLimit }, ""},
-		{"part over limit", func(o *Options) { o.MaxPartSize = MaxPartSizeLimit + 1 }, "MaxPartSize"},
+		{"part at limit", func(o *Options) { o.MaxPartSize = maxPartSizeLimit }, ""},
+		{"part over limit", func(o *Options) { o.MaxPartSize = maxPartSizeLimit + 1 }, "MaxPartSize"},
 		{"part negative", func(o *Options) { o.MaxPartSize = -1 }, "MaxPartSize"},
 		{"message negative", func(o *Options) { o.MaxMessageSize = -1 }, "MaxMessageSize"},
 		{"attempts negative", func(o *Options) { o.RetryMaxAttempts = -1 }, "RetryMaxAttempts"},
@@ -104,25 +104,25 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	o := Options{}
 	o.setDefaults()
-	if err := o.validate(); !errors.Is(err, ErrNoCredentials) {
+	if err := o.validate(); !errors.Is(err, errNoCredentials) {
 		t.Errorf("no credentials: %v", err)
 	}
 	o = Options{Credentials: creds, BaseEndpoint: aws.String("https://127.0.0.1:8443")}
 	o.setDefaults()
-	if err := o.validate(); !errors.Is(err, ErrNoRegion) {
+	if err := o.validate(); !errors.Is(err, errNoRegion) {
 		t.Errorf("custom endpoint without a region: %v, want ErrNoRegion", err)
 	}
 }
 
 func TestOptionsCopy(t *testing.T) {
 	o := Options{BaseEndpoint: strPtr("https://a")}
-	c := o.Copy()
+	c := o.clone()
 	*c.BaseEndpoint = "https://b"
 	if *o.BaseEndpoint != "https://a" {
 		t.Error("Copy shares BaseEndpoint")
 	}
 	var empty Options
-	if empty.Copy().BaseEndpoint != nil {
+	if empty.clone().BaseEndpoint != nil {
 		t.Error("Copy invented a BaseEndpoint")
 	}
 }

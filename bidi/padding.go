@@ -8,28 +8,13 @@ import (
 	"slices"
 )
 
-// MaxPadding is the largest number of padding bytes a part can carry: the
+// maxPadding is the largest number of padding bytes a part can carry: the
 // P header is an event-stream string, limited to 32767 bytes.
-const MaxPadding = 1<<15 - 1
+const maxPadding = 1<<15 - 1
 
-// PaddingPolicy decides how much padding each sent part carries in its P
-// header, to hide the exact payload size from an observer of the encrypted
-// traffic. Set it in Options.Padding; nil means [BucketPadding].
-//
-// A policy must be deterministic in payloadLen: random-length padding alone
-// does not hide sizes, since repeated observations average it out. Pad so
-// that payload+padding falls on a small set of sizes instead. Implementations
-// must be safe for concurrent use.
-type PaddingPolicy interface {
-	// PadLen returns the number of bytes of P for a part carrying
-	// payloadLen payload bytes. 0 omits the P header; values above
-	// MaxPadding are treated as MaxPadding.
-	PadLen(payloadLen int) int
-}
-
-// BucketPadding is the default padding policy. Every part carries at least
-// one byte of padding, so the presence of P reveals nothing, and the
-// padded size (payload + P) is rounded up to a bucket:
+// BucketPadding is the default padding policy. Every part carries at
+// least one byte of padding, so the presence of P reveals nothing, and
+// the padded size (payload + P) is rounded up to a bucket:
 //
 //   - up to 1024 bytes, a multiple of 64 (16 sizes);
 //   - above, a multiple of 1/8 of the largest power of two not above the
@@ -37,10 +22,7 @@ type PaddingPolicy interface {
 //     at 16 KiB so the padding always fits in P.
 //
 // An observer learns the bucket of each part, not its exact size.
-type BucketPadding struct{}
-
-// PadLen implements [PaddingPolicy].
-func (BucketPadding) PadLen(payloadLen int) int {
+func BucketPadding(payloadLen int) int {
 	if payloadLen < 0 {
 		payloadLen = 0
 	}
@@ -55,44 +37,15 @@ func (BucketPadding) PadLen(payloadLen int) int {
 	return roundUp(m, step) - payloadLen
 }
 
-// NoPadding disables padding: parts carry no P header, and their exact
-// sizes are visible to an observer of the encrypted traffic.
-type NoPadding struct{}
-
-// PadLen implements [PaddingPolicy]; it always returns 0.
-func (NoPadding) PadLen(int) int { return 0 }
-
-// FixedBucket returns a policy that pads payload + P to the next multiple
-// of size, with at least one byte of padding. size is clamped to
-// [1, MaxPadding]. Small sizes leak more; a size at least as large as the
-// biggest payload hides sizes completely at the cost of bandwidth.
-func FixedBucket(size int) PaddingPolicy {
-	return fixedBucket(min(max(size, 1), MaxPadding))
-}
-
-type fixedBucket int
-
-// PadLen implements [PaddingPolicy].
-func (b fixedBucket) PadLen(payloadLen int) int {
-	payloadLen = max(payloadLen, 0)
-	return roundUp(payloadLen+1, int(b)) - payloadLen
-}
-
-// PaddingFunc adapts a function to [PaddingPolicy].
-type PaddingFunc func(payloadLen int) int
-
-// PadLen calls f.
-func (f PaddingFunc) PadLen(payloadLen int) int { return f(payloadLen) }
-
 func roundUp(n, step int) int { return (n + step - 1) / step * step }
 
-// padLen asks p (nil: BucketPadding) for the padding of a part with
-// payloadLen bytes and clamps the answer to [0, MaxPadding].
-func padLen(p PaddingPolicy, payloadLen int) int {
+// padLen asks policy p (nil: BucketPadding) for the padding of a part
+// with payloadLen bytes and clamps the answer to [0, maxPadding].
+func padLen(p func(payloadLen int) int, payloadLen int) int {
 	if p == nil {
-		p = BucketPadding{}
+		p = BucketPadding
 	}
-	return min(max(p.PadLen(payloadLen), 0), MaxPadding)
+	return min(max(p(payloadLen), 0), maxPadding)
 }
 
 // padAlphabet maps random bytes to printable ASCII (the URL-safe base64

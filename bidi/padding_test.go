@@ -31,9 +31,9 @@ func TestPaddingBucketEveryLength(t *testing.T) {
 	distinct := map[int]bool{}
 	prev := 0
 	for n := 0; n <= maxLen; n++ {
-		pad := BucketPadding{}.PadLen(n)
-		if pad < 1 || pad > MaxPadding {
-			t.Fatalf("PadLen(%d) = %d, want 1..%d", n, pad, MaxPadding)
+		pad := BucketPadding(n)
+		if pad < 1 || pad > maxPadding {
+			t.Fatalf("PadLen(%d) = %d, want 1..%d", n, pad, maxPadding)
 		}
 		total := n + pad
 		// The padded size is the smallest bucket boundary that leaves at
@@ -64,48 +64,51 @@ func TestPaddingBucketSpotValues(t *testing.T) {
 		{16 << 20, 16 << 10}, {-5, 64},
 	}
 	for _, tc := range cases {
-		if got := (BucketPadding{}).PadLen(tc.n); got != tc.pad {
+		if got := BucketPadding(tc.n); got != tc.pad {
 			t.Errorf("BucketPadding.PadLen(%d) = %d, want %d", tc.n, got, tc.pad)
 		}
 	}
 	// Large parts: padding always fits in P.
-	for n := 100000; n <= MaxPartSizeLimit; n = n*3/2 + 7 {
-		if pad := (BucketPadding{}).PadLen(n); pad < 1 || pad > MaxPadding {
+	for n := 100000; n <= maxPartSizeLimit; n = n*3/2 + 7 {
+		if pad := BucketPadding(n); pad < 1 || pad > maxPadding {
 			t.Fatalf("PadLen(%d) = %d", n, pad)
 		}
 	}
 }
 
+// noPadding and fixedBucket are the two policies Options.Padding's doc
+// comment spells out.
+func noPadding(int) int { return 0 }
+
+func fixedBucket(size int) func(int) int {
+	return func(n int) int { return (n/size+1)*size - n }
+}
+
 func TestPaddingPolicies(t *testing.T) {
 	for n := 0; n < 1000; n++ {
-		if got := (NoPadding{}).PadLen(n); got != 0 {
-			t.Fatalf("NoPadding.PadLen(%d) = %d", n, got)
+		if got := padLen(noPadding, n); got != 0 {
+			t.Fatalf("no padding: padLen(%d) = %d", n, got)
 		}
-		p := FixedBucket(100).PadLen(n)
-		if p < 1 || p > 100 || (n+p)%100 != 0 {
-			t.Fatalf("FixedBucket(100).PadLen(%d) = %d", n, p)
-		}
-		if got := FixedBucket(0).PadLen(n); got != 1 {
-			t.Fatalf("FixedBucket(0).PadLen(%d) = %d, want 1", n, got)
-		}
-		if got := FixedBucket(1 << 20).PadLen(n); got < 1 || got > MaxPadding || (n+got)%MaxPadding != 0 {
-			t.Fatalf("FixedBucket(1<<20).PadLen(%d) = %d", n, got)
+		for _, size := range []int{1, 100, maxPadding} {
+			if p := padLen(fixedBucket(size), n); p < 1 || p > size || (n+p)%size != 0 {
+				t.Fatalf("fixed bucket %d: padLen(%d) = %d", size, n, p)
+			}
 		}
 	}
 	cases := []struct {
-		p    PaddingPolicy
+		p    func(int) int
 		n    int
 		want int
 	}{
 		{nil, 10, 54},
-		{NoPadding{}, 10, 0},
-		{PaddingFunc(func(int) int { return -5 }), 10, 0},
-		{PaddingFunc(func(int) int { return 1 << 20 }), 10, MaxPadding},
-		{PaddingFunc(func(n int) int { return n }), 7, 7},
+		{noPadding, 10, 0},
+		{func(int) int { return -5 }, 10, 0},
+		{func(int) int { return 1 << 20 }, 10, maxPadding},
+		{func(n int) int { return n }, 7, 7},
 	}
-	for _, tc := range cases {
+	for i, tc := range cases {
 		if got := padLen(tc.p, tc.n); got != tc.want {
-			t.Errorf("padLen(%T, %d) = %d, want %d", tc.p, tc.n, got, tc.want)
+			t.Errorf("case %d: padLen(%d) = %d, want %d", i, tc.n, got, tc.want)
 		}
 	}
 }

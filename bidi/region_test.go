@@ -19,7 +19,7 @@ type countingCredentials struct{ n atomic.Int64 }
 
 func (c *countingCredentials) Retrieve(context.Context) (aws.Credentials, error) {
 	c.n.Add(1)
-	return aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey}, nil
+	return aws.Credentials{AccessKeyID: serverCredentials.AccessKeyID, SecretAccessKey: serverCredentials.SecretAccessKey}, nil
 }
 
 // TestRegionRuleEverywhere checks that a region that is not a lower-case
@@ -59,8 +59,8 @@ func TestRegionRuleEverywhere(t *testing.T) {
 				t.Fatalf("region %q: Open succeeded", tc.region)
 			}
 			var ee *bidi.EndpointError
-			if !errors.As(err, &ee) {
-				t.Fatalf("region %q: Open error %T %v, want *bidi.EndpointError", tc.region, err, err)
+			if !errors.As(err, &ee) || !errors.Is(err, bidi.ErrInvalidConfig) {
+				t.Fatalf("region %q: Open error %T %v, want an endpoint error matching ErrInvalidConfig", tc.region, err, err)
 			}
 			shown := tc.region
 			if len(shown) > 64 {

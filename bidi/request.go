@@ -26,15 +26,15 @@ const (
 	headerInvokedVariant       = "X-Amzn-Invoked-Production-Variant"
 	headerRequestID            = "X-Amzn-Requestid"
 	headerAlternateRequestID   = "X-Amz-Request-Id"
-	userAgent                  = "sagemaker-bidi-go/" + Version
+	userAgent                  = "sagemaker-bidi-go/" + moduleVersion
 	credentialsErrorPrefix     = "bidi: retrieving credentials"
 	signingErrorPrefix         = "bidi: signing the request"
 	seedErrorPrefix            = "bidi: reading the request signature"
 	requestConstructionMessage = "bidi: building the request"
 )
 
-// Version is the version of this module, sent in the User-Agent header.
-const Version = "0.1.0"
+// moduleVersion is the version of this module, sent in the User-Agent header.
+const moduleVersion = "0.1.0"
 
 // retrieveCredentials asks provider for credentials, giving up when ctx is
 // done even if the provider ignores ctx. An aws.CredentialsCache (which
@@ -44,7 +44,7 @@ const Version = "0.1.0"
 // first, the call finishes in the background and its result is dropped.
 //
 // Credentials that expired before now are refused with
-// ErrExpiredCredentials: the service would refuse them.
+// an error matching ErrInvalidConfig: the service would refuse them.
 func retrieveCredentials(ctx context.Context, provider aws.CredentialsProvider, now time.Time) (aws.Credentials, error) {
 	c, err := retrieveFrom(ctx, provider)
 	if err == nil && c.CanExpire && c.Expires.Before(now) {
@@ -53,7 +53,7 @@ func retrieveCredentials(ctx context.Context, provider aws.CredentialsProvider, 
 			source = " from " + c.Source
 		}
 		return aws.Credentials{}, fmt.Errorf("%s: %w: the credentials%s expired at %s, %s before the request; refresh them at their source",
-			credentialsErrorPrefix, ErrExpiredCredentials, source, c.Expires.UTC().Format(time.RFC3339), now.Sub(c.Expires).Round(time.Second))
+			credentialsErrorPrefix, errExpiredCredentials, source, c.Expires.UTC().Format(time.RFC3339), now.Sub(c.Expires).Round(time.Second))
 	}
 	return c, err
 }
@@ -61,7 +61,7 @@ func retrieveCredentials(ctx context.Context, provider aws.CredentialsProvider, 
 // retrieveFrom is retrieveCredentials without the expiry check.
 func retrieveFrom(ctx context.Context, provider aws.CredentialsProvider) (aws.Credentials, error) {
 	if provider == nil {
-		return aws.Credentials{}, ErrNoCredentials
+		return aws.Credentials{}, errNoCredentials
 	}
 	if cache, ok := provider.(*aws.CredentialsCache); ok {
 		c, err := cache.Retrieve(ctx)

@@ -122,7 +122,7 @@ func TestRetryLimits(t *testing.T) {
 		srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 			attempts.Add(1)
 			st.Accept()
-			st.SendInternalStreamFailure("failed after answering")
+			st.SendException("InternalStreamFailure", []byte(`{"Message":"failed after answering"}`))
 		}))
 		ctx := testCtx(t)
 		sess := open(t, srv.Client(fastRetry), ctx)

@@ -10,40 +10,32 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
-// DefaultRotateAfter is the stream age at which a [RotatingSession] opens
-// a successor when Rotation.After is 0: a minute under the 30 minutes
-// SageMaker lets one stream last, which leaves the old stream time to
-// finish its replies after its input ends (the cap is not documented, and
-// the service counts from its side of the handshake).
-const DefaultRotateAfter = 29 * time.Minute
-
-// DefaultMaxReconnects is Rotation.MaxReconnects when it is 0.
-const DefaultMaxReconnects = 3
-
-// DefaultFinishQuiet is the default Rotation.FinishQuiet.
-const DefaultFinishQuiet = 2 * time.Second
-
-// DefaultExpiryMargin is Rotation.ExpiryMargin when it is 0.
-const DefaultExpiryMargin = 5 * time.Minute
-
-// DefaultReplayBytes bounds the replay window when Rotation.ReplayWindow
-// is set and Rotation.ReplayBytes is 0.
-const DefaultReplayBytes = 1 << 20
+// The defaults of the Rotation fields, documented on each field.
+const (
+	defaultRotateAfter   = 29 * time.Minute
+	defaultMaxReconnects = 3
+	defaultFinishQuiet   = 2 * time.Second
+	defaultExpiryMargin  = 5 * time.Minute
+	defaultReplayBytes   = 1 << 20
+)
 
 // Rotation configures a [RotatingSession]: when its streams are replaced,
 // what the application sends at each boundary, and what is sent again
-// after a fault. The zero value rotates every DefaultRotateAfter (and
-// before temporary credentials expire), sends nothing at the boundaries,
-// replays nothing and reconnects at most DefaultMaxReconnects times in a
-// row.
+// after a fault. The zero value rotates every 29 minutes (and before
+// temporary credentials expire), sends nothing at the boundaries, replays
+// nothing and reconnects at most 3 times in a row.
 type Rotation struct {
 	// After is the age at which a stream is replaced, planned and
 	// make-before-break: the successor is opened (with fresh credentials)
 	// and given its Preamble while the old stream still carries the
-	// application's messages. 0 means DefaultRotateAfter; a negative value
-	// disables rotation by age (streams are then replaced only when they
-	// end early, when their credentials expire, or on Rotate). The age is
-	// measured from just before the stream's Open.
+	// application's messages. 0 means 29 minutes: a minute under the 30
+	// minutes SageMaker lets one stream last, which leaves the old stream
+	// time to finish its replies after its input ends (the cap is not
+	// documented, and the service counts from its side of the handshake).
+	// A negative value disables rotation by age (streams are then
+	// replaced only when they end early, when their credentials expire,
+	// or on Rotate). The age is measured from just before the stream's
+	// Open.
 	After time.Duration
 
 	// ExpiryMargin is how long before its credentials expire a stream is
@@ -52,7 +44,7 @@ type Rotation struct {
 	// with credentials valid past the margin (a cached provider is
 	// refreshed for it). A stream is never replaced by expiry earlier than
 	// halfway between its open and its credentials' expiry. 0 means
-	// DefaultExpiryMargin; a negative value disables it.
+	// 5 minutes; a negative value disables it.
 	ExpiryMargin time.Duration
 
 	// Preamble, if set, sends what a new stream needs before the
@@ -87,7 +79,7 @@ type Rotation struct {
 	// [Session.Finish]) once the model has been quiet that long, so that
 	// replies still on their way are not lost (SageMaker closes the
 	// container's connection when the input ends). Recv returns the
-	// successor's replies meanwhile. 0 means DefaultFinishQuiet; a
+	// successor's replies meanwhile. 0 means 2 seconds; a
 	// negative value ends the input at once.
 	FinishQuiet time.Duration
 
@@ -108,7 +100,7 @@ type Rotation struct {
 
 	// ReplayBytes bounds the replay window's Data, oldest messages
 	// dropped first; a message larger than it is not kept. 0 means
-	// DefaultReplayBytes when ReplayWindow is set; with ReplayWindow 0 a
+	// 1 MiB when ReplayWindow is set; with ReplayWindow 0 a
 	// positive ReplayBytes alone turns replay on, bounded by size only.
 	ReplayBytes int
 
@@ -126,11 +118,11 @@ type Rotation struct {
 
 	// MaxReconnects bounds the reconnects in a row: a failed attempt to
 	// open a successor counts as one, and so does a stream that ends early
-	// within a tenth of After (of DefaultRotateAfter when rotation by age
+	// within a tenth of After (of 29 minutes when rotation by age
 	// is disabled); a stream that lasted longer, or was rotated as
 	// planned, starts the count again. Once it is exceeded, the session's
-	// terminal error is a [*ReconnectError]. 0 means
-	// DefaultMaxReconnects; a negative value means no reconnect.
+	// terminal error is the last failure, wrapped with the number of reconnects made,. 0 means 3; a negative value
+	// means no reconnect.
 	MaxReconnects int
 
 	// Backoff returns how long to wait before reconnect n (1 for the
@@ -140,24 +132,25 @@ type Rotation struct {
 	Backoff func(n int) time.Duration
 }
 
-// RotationReason says why a stream was replaced.
-type RotationReason int
+// RotationReason says why a stream was replaced. Its value prints as
+// itself: "age", "early end", "requested", "expiry" or "overlap fault".
+type RotationReason string
 
 const (
 	// RotationAge is a planned rotation: the stream reached
 	// Rotation.After, its successor was opened first, sends moved to it at
 	// a message boundary, and the old stream was finished and drained.
-	RotationAge RotationReason = iota + 1
+	RotationAge RotationReason = "age"
 	// RotationEarlyEnd is a reconnect: the stream ended before it was due
 	// (an InternalStreamFailure, a ModelStreamError, a reset, a dead
 	// connection, a GOAWAY, a clean end the application did not ask for).
-	RotationEarlyEnd
+	RotationEarlyEnd RotationReason = "early end"
 	// RotationRequested is a planned rotation asked for with
 	// [RotatingSession.Rotate].
-	RotationRequested
+	RotationRequested RotationReason = "requested"
 	// RotationExpiry is a planned rotation ahead of the expiry of the
 	// credentials the old stream was signed with (Rotation.ExpiryMargin).
-	RotationExpiry
+	RotationExpiry RotationReason = "expiry"
 	// RotationOverlapFault replaces a stream that is still working
 	// because an older one, still finishing after a planned rotation,
 	// ended early (a TCP connection dropped under both, say) with replay
@@ -165,25 +158,8 @@ const (
 	// from the failed stream's last ones on, in order, so that what the
 	// failed stream had not answered is answered. From finishes as after a
 	// planned rotation; Err is the older stream's failure.
-	RotationOverlapFault
+	RotationOverlapFault RotationReason = "overlap fault"
 )
-
-// String returns "age", "early end", "requested" or "expiry".
-func (r RotationReason) String() string {
-	switch r {
-	case RotationAge:
-		return "age"
-	case RotationEarlyEnd:
-		return "early end"
-	case RotationRequested:
-		return "requested"
-	case RotationExpiry:
-		return "expiry"
-	case RotationOverlapFault:
-		return "overlap fault"
-	}
-	return fmt.Sprintf("RotationReason(%d)", int(r))
-}
 
 // RotationEvent describes one rotation of a [RotatingSession], as
 // Rotation.OnRotate receives it.
@@ -232,13 +208,13 @@ type StreamStart struct {
 	Messages, Bytes int64
 }
 
-// ReconnectError is the terminal error of a [RotatingSession] whose
+// reconnectError is the terminal error of a [RotatingSession] whose
 // stream ended early and could not be replaced: Rotation.MaxReconnects
 // reconnects in a row failed, or the last attempt failed in a way a
 // retry cannot fix (an [*InputValidationError], an HTTP 4xx other than
 // 408, 424 and 429). Recv returns it after the last stream's replies, and
 // Send once that stream is over.
-type ReconnectError struct {
+type reconnectError struct {
 	// Reconnects is the number of reconnects made in a row.
 	Reconnects int
 	// Err is the last failure: the error that ended the last stream, or
@@ -247,18 +223,18 @@ type ReconnectError struct {
 }
 
 // Error describes the failure.
-func (e *ReconnectError) Error() string {
+func (e *reconnectError) Error() string {
 	return fmt.Sprintf("bidi: stream ended and was not replaced after %d reconnect(s): %v", e.Reconnects, e.Err)
 }
 
 // Unwrap returns Err.
-func (e *ReconnectError) Unwrap() error { return e.Err }
+func (e *reconnectError) Unwrap() error { return e.Err }
 
 // A RotatingSession is a conversation that outlives the streams carrying
 // it, opened by [Client.OpenRotating]. It sends through one [Session] (a
 // generation) at a time and replaces it with a successor when it reaches
-// Rotation.After, ahead of its credentials' expiry, on [Rotate], or when
-// it ends early.
+// Rotation.After, ahead of its credentials' expiry, on
+// [RotatingSession.Rotate], or when it ends early.
 //
 // A planned rotation is make-before-break: the successor is opened (with
 // fresh credentials), given its Preamble and answered by the service, and
@@ -267,7 +243,7 @@ func (e *ReconnectError) Unwrap() error { return e.Err }
 // first); the old stream then gets its Finish and, once its model has
 // been quiet for FinishQuiet, its end frame. No message and no reply is
 // lost, provided the old stream finishes before the service's cap (hence
-// the margin in DefaultRotateAfter).
+// the margin in Rotation.After's default).
 //
 // A stream that ends early (an InternalStreamFailure, a ModelStreamError,
 // a reset, a dead connection, a GOAWAY, a clean end before CloseSend) is
@@ -297,7 +273,7 @@ func (e *ReconnectError) Unwrap() error { return e.Err }
 // one sending goroutine (concurrent calls are serialized, in no
 // particular order), Recv, RecvGeneration and Messages for one receiving
 // goroutine; sending and receiving proceed concurrently, and Close,
-// Generation, Sent and Response may be called at any time from any
+// Sent and Response may be called at any time from any
 // goroutine. The session runs goroutines of its own: one that watches the
 // current stream and opens successors (Preamble, except the first
 // stream's, and Finish run on it), one per stream that reads its replies
@@ -361,13 +337,13 @@ type RotatingSession struct {
 	sentBytes  int64         // Data sent with Send and SendPart
 	replay     *replayWindow // nil: replay off
 
-	gen  atomic.Int64 // cur.n, for Generation
+	gen  atomic.Int64 // cur.n, for generation
 	sent atomic.Int64 // messages sent with Send and completed with SendPart
 
 	// mu guards the settling of generations (generation.settle),
 	// terminal and pumps.
 	mu       sync.Mutex
-	terminal error         // a *ReconnectError once the rotator gave up
+	terminal error         // a *reconnectError once the rotator gave up
 	pumps    int           // generations whose end Recv has not taken yet
 	olds     []*generation // streams rotated away from, finishing (pruned as they end)
 
@@ -510,20 +486,20 @@ func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (
 		replay:        newReplayWindow(r.ReplayWindow, r.ReplayBytes),
 	}
 	if rs.finishQuiet == 0 {
-		rs.finishQuiet = DefaultFinishQuiet
+		rs.finishQuiet = defaultFinishQuiet
 	}
 	if rs.after == 0 {
-		rs.after = DefaultRotateAfter
+		rs.after = defaultRotateAfter
 	}
 	if rs.expiryMargin == 0 {
-		rs.expiryMargin = DefaultExpiryMargin
+		rs.expiryMargin = defaultExpiryMargin
 	}
 	rs.stable = rs.after / 10
 	if rs.after < 0 {
-		rs.stable = DefaultRotateAfter / 10
+		rs.stable = defaultRotateAfter / 10
 	}
 	if rs.maxReconnects == 0 {
-		rs.maxReconnects = DefaultMaxReconnects
+		rs.maxReconnects = defaultMaxReconnects
 	}
 	if rs.backoff == nil {
 		rs.backoff = defaultReconnectBackoff
@@ -616,9 +592,9 @@ func sendOn(s *Session) func(Message) error {
 	return func(m Message) error { return s.Send(s.Context(), m) }
 }
 
-// Generation returns the generation of the stream that Send currently
+// generation returns the generation of the stream that Send currently
 // sends to: 1 for the first stream, one more for each successor.
-func (rs *RotatingSession) Generation() int { return int(rs.gen.Load()) }
+func (rs *RotatingSession) generation() int { return int(rs.gen.Load()) }
 
 // Sent returns the number of messages of the call sent so far with Send
 // (and completed with SendPart): the sequence number the next one gets.

@@ -82,7 +82,7 @@ func pacedCall(t *testing.T, ctx context.Context, rs *bidi.RotatingSession, item
 	}
 	log := &callLog{elapsed: time.Since(began), ends: map[int]error{}, endAt: map[int]int{}, texts: map[int][]string{}}
 	finished := make(chan error, 1)
-	go func() { finished <- rs.Finish(ctx, bidi.DefaultFinishQuiet) }()
+	go func() { finished <- rs.Finish(ctx, (2 * time.Second)) }()
 	for it := range items {
 		idx := len(log.items)
 		log.items = append(log.items, it)
@@ -579,7 +579,7 @@ func (p *expiringCredentials) Retrieve(context.Context) (aws.Credentials, error)
 	defer p.mu.Unlock()
 	exp := time.Now().Add(p.life)
 	p.issued = append(p.issued, exp)
-	return aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey, CanExpire: true, Expires: exp}, nil
+	return aws.Credentials{AccessKeyID: serverCredentials.AccessKeyID, SecretAccessKey: serverCredentials.SecretAccessKey, CanExpire: true, Expires: exp}, nil
 }
 
 // The acceptance test of rotation ahead of expiring credentials: with

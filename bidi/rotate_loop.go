@@ -65,7 +65,7 @@ func (rs *RotatingSession) rotate() {
 		if rs.ctx.Err() != nil || rs.inputEnded() {
 			return
 		}
-		next, planned, ok := rs.successor(g, reason != 0, &failures)
+		next, planned, ok := rs.successor(g, reason != "", &failures)
 		if !ok {
 			return
 		}
@@ -101,7 +101,7 @@ func (rs *RotatingSession) stopErr() error {
 	case rs.terminalErr() != nil:
 		return rs.terminalErr()
 	}
-	return ErrSendClosed
+	return errSendClosed
 }
 
 // retire finishes a stream that was rotated away from as planned: its
@@ -205,7 +205,7 @@ func (rs *RotatingSession) finishing(cur *generation) []*generation {
 // successor opens the stream that follows g. In a planned rotation (g
 // alive), failed attempts are retried with backoff as long as g lasts;
 // once g is over, the rotation is a reconnect: each attempt counts in
-// failures, and successor gives up (recording a *ReconnectError) beyond
+// failures, and successor gives up (recording a *reconnectError) beyond
 // MaxReconnects or on an error a retry cannot fix. It reports whether
 // the rotation stayed planned, and false in ok when it gave up, or when
 // the session closed or its input ended.
@@ -227,7 +227,7 @@ func (rs *RotatingSession) successor(g *generation, planned bool, failures *int)
 			}
 			*failures++
 			if *failures > rs.maxReconnects || permanent(lastErr) {
-				rs.giveUp(g, &ReconnectError{Reconnects: *failures - 1, Err: lastErr})
+				rs.giveUp(g, &reconnectError{Reconnects: *failures - 1, Err: lastErr})
 				return nil, false, false
 			}
 			if !rs.sleep(rs.backoff(*failures), nil) {
@@ -273,11 +273,11 @@ func (rs *RotatingSession) sleep(d time.Duration, g *generation) bool {
 // successor was not installed.
 func (rs *RotatingSession) install(g, next *generation, reason RotationReason, failed *generation) (RotationReason, bool) {
 	if !rs.lockBoundary(g) {
-		return 0, false
+		return "", false
 	}
 	defer rs.sendLock.Unlock()
 	if rs.sendClosed {
-		return 0, false
+		return "", false
 	}
 	if reason != RotationEarlyEnd && g.over() {
 		reason, g.endAt = RotationEarlyEnd, time.Now()

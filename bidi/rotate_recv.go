@@ -76,7 +76,7 @@ func isTooLarge(err error) bool {
 // is not an error: it is reported to OnStreamEnd (and, after an early
 // end, to OnRotate). Recv returns io.EOF after CloseSend or Finish once
 // every stream ended and the last one cleanly; the error that ended the
-// last stream if it did not; a [*ReconnectError] if a stream that ended
+// last stream if it did not; the last failure, wrapped with the number of reconnects made, if a stream that ended
 // early could not be replaced; [ErrSessionClosed] after Close. These are
 // terminal. A [*MessageTooLargeError] is not. ctx bounds only this call.
 func (rs *RotatingSession) Recv(ctx context.Context) (Message, error) {

@@ -32,7 +32,7 @@ func newReplayWindow(maxAge time.Duration, maxBytes int) *replayWindow {
 		return nil
 	}
 	if maxBytes <= 0 {
-		maxBytes = DefaultReplayBytes
+		maxBytes = defaultReplayBytes
 	}
 	return &replayWindow{maxAge: max(maxAge, 0), maxBytes: maxBytes}
 }

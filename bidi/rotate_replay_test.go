@@ -26,7 +26,7 @@ func TestReplayWindowBounds(t *testing.T) {
 	}
 	// By age: the messages sent within a second before end.
 	w = newReplayWindow(100*time.Millisecond, 0)
-	if w.maxBytes != DefaultReplayBytes {
+	if w.maxBytes != defaultReplayBytes {
 		t.Fatalf("maxBytes %d, want DefaultReplayBytes", w.maxBytes)
 	}
 	for i := range 50 {

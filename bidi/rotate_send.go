@@ -11,11 +11,11 @@ import (
 // on one stream: the switch to a successor waits for a Send in progress.
 // If the current stream has ended early, Send waits for its successor
 // (bounded by ctx) and sends the message there, after the replay; it
-// returns the session's terminal error (a [*ReconnectError]) if there is
+// returns the session's terminal error (the last stream's failure, wrapped with the number of reconnects made) if there is
 // none. An invalid message ([*InputValidationError]) is refused without
 // harm to the stream. After CloseSend or Finish it returns
-// [ErrSendClosed], after Close [ErrSessionClosed], while a message begun
-// with SendPart is incomplete [ErrMessageInProgress].
+// an error, after Close [ErrSessionClosed], while a message begun
+// with SendPart is incomplete, an error.
 func (rs *RotatingSession) Send(ctx context.Context, m Message) error {
 	return rs.send(ctx, sendOp{m: m})
 }
@@ -81,11 +81,11 @@ func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
 		}
 		if rs.sendClosed {
 			rs.sendLock.Unlock()
-			return ErrSendClosed
+			return errSendClosed
 		}
 		if !op.isPart && rs.partOpen != nil {
 			rs.sendLock.Unlock()
-			return ErrMessageInProgress
+			return errMessageInProgress
 		}
 		g := rs.cur
 		err := op.on(ctx, g.sess)
@@ -96,7 +96,7 @@ func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
 		}
 		var ive *InputValidationError
 		midMessage := rs.partOpen != nil
-		streamOver := rs.ctx.Err() == nil && ctx.Err() == nil && !errors.As(err, &ive) && !errors.Is(err, ErrMessageInProgress)
+		streamOver := rs.ctx.Err() == nil && ctx.Err() == nil && !errors.As(err, &ive) && !errors.Is(err, errMessageInProgress)
 		if midMessage && streamOver {
 			// The message cannot be completed on another stream.
 			close(rs.partOpen)
@@ -112,7 +112,7 @@ func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
 		switch {
 		case rs.ctx.Err() != nil:
 			return rs.closedErr()
-		case ctx.Err() != nil, errors.As(err, &ive), errors.Is(err, ErrMessageInProgress):
+		case ctx.Err() != nil, errors.As(err, &ive), errors.Is(err, errMessageInProgress):
 			return err
 		}
 		// Wait for the successor.
@@ -131,7 +131,7 @@ func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
 				return t
 			}
 			if rs.inputEnded() {
-				return ErrSendClosed
+				return errSendClosed
 			}
 			return err
 		}
@@ -163,7 +163,7 @@ func (rs *RotatingSession) endInput(ctx context.Context) (*generation, error) {
 	}
 	defer rs.sendLock.Unlock()
 	if rs.partOpen != nil {
-		return nil, ErrMessageInProgress
+		return nil, errMessageInProgress
 	}
 	if rs.sendClosed {
 		return rs.cur, nil
@@ -180,7 +180,7 @@ func (rs *RotatingSession) endInput(ctx context.Context) (*generation, error) {
 // may be lost (use Finish to avoid that). Recv then returns the remaining
 // replies and io.EOF, or the error that ended the last stream. It returns
 // the current stream's CloseSend error, such as the reason the stream
-// ended early, or [ErrMessageInProgress] inside a message begun with
+// ended early, or an error inside a message begun with
 // SendPart. Calling it again does nothing.
 func (rs *RotatingSession) CloseSend() error {
 	g, err := rs.endInput(context.Background())
@@ -202,7 +202,7 @@ func (rs *RotatingSession) CloseSend() error {
 //
 // It returns nil when every stream ended cleanly or with a normal closure,
 // else the current stream's error, or the first error that ended an older
-// one; ctx's error if ctx ends first; [ErrMessageInProgress] inside a
+// one; ctx's error if ctx ends first; an error inside a
 // message begun with SendPart; the session's error after Close.
 func (rs *RotatingSession) Finish(ctx context.Context, quiet time.Duration) error {
 	g, err := rs.endInput(ctx)
@@ -244,7 +244,7 @@ func (rs *RotatingSession) Finish(ctx context.Context, quiet time.Duration) erro
 // returns once sends go to the successor; if a rotation happened since
 // the call began, that one counts. The successor is due for its own
 // rotation at its age, as any stream. It returns ctx's error if ctx ends
-// first (the rotation may still happen), [ErrSendClosed] after CloseSend
+// first (the rotation may still happen), an error after CloseSend
 // or Finish, the terminal error if the stream ended and could not be
 // replaced, and the session's error after Close.
 func (rs *RotatingSession) Rotate(ctx context.Context) error {

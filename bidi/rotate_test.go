@@ -127,7 +127,7 @@ func failAfter(n int, fail func(stream int32) bool, started chan<- int32) bidite
 		}
 		for i := 0; ; i++ {
 			if fail(k) && i == n {
-				st.SendInternalStreamFailure("the platform ended the stream")
+				st.SendException("InternalStreamFailure", []byte(`{"Message":"the platform ended the stream"}`))
 				return
 			}
 			m, err := st.Recv()
@@ -359,7 +359,7 @@ func TestRotationPermanentOpenError(t *testing.T) {
 			return
 		}
 		st.Accept()
-		st.SendInternalStreamFailure("the platform ended the stream")
+		st.SendException("InternalStreamFailure", []byte(`{"Message":"the platform ended the stream"}`))
 	}))
 	ctx := testCtx(t)
 	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, nil)

@@ -11,14 +11,14 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
 
-// ErrMessageInProgress is returned by Send and CloseSend while a message
+// errMessageInProgress is returned by Send and CloseSend while a message
 // begun with SendPart (a part with Complete unset) has not been completed:
 // its parts and another message's must not interleave, and the request
 // must not end inside a message. Complete the message with SendPart, or
 // abandon the session with Close.
-var ErrMessageInProgress = errors.New("bidi: a message begun with SendPart is not complete")
+var errMessageInProgress = errors.New("bidi: a message begun with SendPart is not complete")
 
-// SendInterruptedError is the terminal error of a session whose Send or
+// sendInterruptedError is the terminal error of a session whose Send or
 // SendPart stopped after some parts of its message had been queued: its
 // context ended, or a later part could not be encoded (for example because
 // Options.PaddingSource failed). A message cannot be withdrawn halfway, and
@@ -31,17 +31,17 @@ var ErrMessageInProgress = errors.New("bidi: a message begun with SendPart is no
 // model anyway: Send then returns the reason the stream ended, as it does
 // after any failure, and does not abort the session, so Recv still
 // returns the messages received before the end, then that reason.
-type SendInterruptedError struct {
+type sendInterruptedError struct {
 	Err error
 }
 
 // Error describes the interruption and its cause.
-func (e *SendInterruptedError) Error() string {
+func (e *sendInterruptedError) Error() string {
 	return "bidi: Send interrupted after part of its message was sent; session aborted: " + e.Err.Error()
 }
 
 // Unwrap returns the error that interrupted Send.
-func (e *SendInterruptedError) Unwrap() error { return e.Err }
+func (e *sendInterruptedError) Unwrap() error { return e.Err }
 
 // Send sends one message to the model and returns once it is queued:
 // the queue is small (64 KiB, or one larger part), so Send blocks while
@@ -57,10 +57,10 @@ func (e *SendInterruptedError) Unwrap() error { return e.Err }
 // Errors: an invalid message ([*InputValidationError]) or a ctx that
 // ends before the message is queued leaves the session usable. A failure
 // after part of a fragmented message was queued cannot be undone: the
-// session is aborted with a [*SendInterruptedError]. After the stream is
+// session is aborted with an error matching [ErrSendInterrupted]. After the stream is
 // over, Send returns why: [ErrStreamEnded] for a clean end, the typed
 // cause after a failure (a [*ResponseError], a [*ModelStreamError], ...),
-// [ErrSendClosed] after CloseSend, [ErrSessionClosed] after Close.
+// an error after CloseSend, [ErrSessionClosed] after Close.
 //
 // Send may be called from several goroutines: calls are serialized, and
 // one message's parts never interleave with another's.
@@ -73,7 +73,7 @@ func (s *Session) Send(ctx context.Context, m Message) error {
 		return err
 	}
 	if s.partOpen {
-		return ErrMessageInProgress
+		return errMessageInProgress
 	}
 	if err := checkType("Message.Type", m.Type); err != nil {
 		return err
@@ -97,14 +97,14 @@ func (s *Session) Send(ctx context.Context, m Message) error {
 // whole. The container sees the message only once it is complete, so live
 // audio is sent as one message per frame with Send instead. Parts with
 // Complete unset continue the current message; the part with Complete set
-// ends it, and until then Send returns [ErrMessageInProgress]. A part
+// ends it, and until then Send returns an error. A part
 // larger than Options.MaxPartSize is split, its last piece keeping
 // p.Complete. The DataType of the first part is the message's type.
 // Blocking, context and error behaviour are those of Send: a call that
 // fails before queuing any of p leaves the message as it was, and p may
 // be sent again; one that fails after queuing a piece of p aborts the
-// session with a [*SendInterruptedError]. CloseSend refuses to end the
-// request inside a message ([ErrMessageInProgress]).
+// session with an error matching [ErrSendInterrupted]. CloseSend refuses to end the
+// request inside a message (an error).
 func (s *Session) SendPart(ctx context.Context, p Part) error {
 	if err := s.lockSend(ctx); err != nil {
 		return err
@@ -146,7 +146,7 @@ func (s *Session) SendPart(ctx context.Context, p Part) error {
 // Calling it again does nothing.
 //
 // While a message begun with SendPart is incomplete, CloseSend returns
-// [ErrMessageInProgress] and sends nothing: the model would receive a
+// an error and sends nothing: the model would receive a
 // truncated message. After the session failed it returns the cause, as
 // Send does, a typed error such as [*ModelStreamError]; it returns nil if
 // the service had already ended the stream cleanly, or if the stream ended
@@ -168,7 +168,7 @@ func (s *Session) CloseSend() error {
 		return err
 	}
 	if s.partOpen {
-		return ErrMessageInProgress
+		return errMessageInProgress
 	}
 	s.sendClosed = true
 	s.pipe.end()
@@ -194,7 +194,7 @@ func (s *Session) sendable() error {
 		return ErrSessionClosed
 	}
 	if s.sendClosed {
-		return ErrSendClosed
+		return errSendClosed
 	}
 	if s.state.isOver.Load() {
 		return s.sendCause()
@@ -296,7 +296,7 @@ func (s *Session) interrupted(err error, midMessage bool) error {
 	if !midMessage {
 		return err
 	}
-	ie := &SendInterruptedError{Err: err}
+	ie := &sendInterruptedError{Err: err}
 	// Atomic with the reader recording why the stream ended: if it did
 	// first, that reason stands and the session is left alone.
 	if !s.end(ie, endSession, endIfOpen) {

@@ -51,7 +51,7 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // and stops once they reach 1 MiB more. A reassembled message is bounded
 // by Options.MaxMessageSize, and so is every part kept in memory.
 //
-// Ending the request: CloseSend refuses, with [ErrMessageInProgress], to
+// Ending the request: CloseSend refuses, with an error, to
 // end the request while a message begun with SendPart is incomplete, and
 // sends nothing. Check its error: the request stays open, so a caller
 // that ignores it and then reads until io.EOF would wait in Recv until its
@@ -156,11 +156,11 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 		maxMessage: c.options.MaxMessageSize,
 	}
 	if s.maxPart <= 0 {
-		s.maxPart = DefaultMaxPartSize
+		s.maxPart = defaultMaxPartSize
 	}
 	s.partCut = partialCut(s.maxPart, c.options.Padding)
 	if s.maxMessage <= 0 {
-		s.maxMessage = DefaultMaxMessageSize
+		s.maxMessage = defaultMaxMessageSize
 	}
 	s.state.init()
 	s.ctx, s.cancel = context.WithCancelCause(parent)

@@ -72,7 +72,7 @@ func TestEchoRoundTrip(t *testing.T) {
 		if !p.DataTypeSet || !p.CompletionStateSet {
 			t.Errorf("part %d: DataType set %v, CompletionState set %v", i, p.DataTypeSet, p.CompletionStateSet)
 		}
-		if len(p.Data) > bidi.DefaultMaxPartSize {
+		if len(p.Data) > (64 << 10) {
 			t.Errorf("part %d has %d bytes, more than MaxPartSize", i, len(p.Data))
 		}
 		if wantComplete := i < 3 || i == 6; p.Complete != wantComplete {
@@ -201,7 +201,7 @@ type countingProvider struct{ calls atomic.Int32 }
 
 func (p *countingProvider) Retrieve(context.Context) (aws.Credentials, error) {
 	p.calls.Add(1)
-	return aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey}, nil
+	return aws.Credentials{AccessKeyID: serverCredentials.AccessKeyID, SecretAccessKey: serverCredentials.SecretAccessKey}, nil
 }
 
 // blockingProvider never answers and ignores its context, until released.
@@ -258,7 +258,7 @@ func TestOpenCredentialFailures(t *testing.T) {
 			}
 		})
 		sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep"})
-		if sess != nil || !errors.Is(err, bidi.ErrExpiredCredentials) {
+		if sess != nil || !errors.Is(err, bidi.ErrExpiredCredentials) || !errors.Is(err, bidi.ErrInvalidConfig) {
 			t.Fatalf("Open = %v, %v; want ErrExpiredCredentials", sess, err)
 		}
 		for _, want := range []string{"2026-01-02T03:03:05Z", "from test", "1m0s"} {
@@ -369,8 +369,8 @@ func TestCloseSendInsideMessage(t *testing.T) {
 func TestPadding(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		policy bidi.PaddingPolicy
-	}{{"default", nil}, {"none", bidi.NoPadding{}}, {"fixed", bidi.FixedBucket(1000)}} {
+		policy func(int) int
+	}{{"default", nil}, {"none", func(int) int { return 0 }}, {"fixed", fixedBucket(1000)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, biditest.Echo())
 			ctx := testCtx(t)

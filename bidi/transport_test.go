@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -196,7 +197,7 @@ func TestIdleConnTimeout(t *testing.T) {
 func TestSharedHTTPClientTimeout(t *testing.T) {
 	srv := newServer(t, biditest.Echo())
 	cfg := srv.AWSConfig()
-	hc := *srv.HTTPClient()
+	hc := *srv.AWSConfig().HTTPClient.(*http.Client)
 	hc.Timeout = 50 * time.Millisecond
 	cfg.HTTPClient = &hc
 	c := bidi.NewFromConfig(cfg)

@@ -110,7 +110,7 @@ func TestBidiClientErrors(t *testing.T) {
 			if _, err := st.Recv(); err != nil {
 				return
 			}
-			st.SendModelStreamError("StreamBroken", "model stream broke")
+			st.SendException("ModelStreamError", []byte(`{"Message":"model stream broke","ErrorCode":"StreamBroken"}`))
 		}))
 		defer srv.Close()
 		sess, err := srv.Client().Open(ctx, &bidi.OpenInput{EndpointName: "e"})

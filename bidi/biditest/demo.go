@@ -76,8 +76,8 @@ func DemoModel(opts *DemoOptions) Handler {
 		}
 		for turn := 1; ; turn++ {
 			m, err := st.Recv()
-			if errors.Is(err, ErrMessageTooLarge) {
-				st.SendMessageTooLarge(st.s.maxRecvMessageSize())
+			if errors.As(err, new(*bidi.MessageTooLargeError)) {
+				st.sendMessageTooLarge(st.s.maxRecvMessageSize())
 			}
 			if err != nil {
 				return

@@ -12,9 +12,8 @@
 //	client := srv.Client() // a *bidi.Client trusting only srv's certificate
 //	sess, err := client.Open(ctx, &bidi.OpenInput{EndpointName: "my-endpoint"})
 //
-// [Server.AWSConfig] and [Server.HTTPClient] give the pieces instead
-// (Region, static credentials, BaseEndpoint = [Server.URL], an HTTP/2-only
-// client). Use [NewUnstartedServer] to set fields such as
+// [Server.AWSConfig] gives the pieces instead (Region, static
+// credentials, BaseEndpoint = [Server.URL], an HTTP/2-only *http.Client). Use [NewUnstartedServer] to set fields such as
 // MaxConcurrentStreams, MaxReceiveBufferPerStream, Credentials, H2C,
 // ProductionVariant, WholeMessages or MaxStreamAge before [Server.Start].
 // [Server.Shutdown] stops the server gracefully (GOAWAY, running streams
@@ -24,13 +23,14 @@
 // [Stream.Recv] read request events (raw parts or reassembled messages),
 // [Stream.SendPart] and [Stream.Send] answer with any DataType and
 // CompletionState, [Stream.Fail] answers with an HTTP error instead (for
-// example a 424 ModelError), [Stream.SendModelStreamError] and
-// [Stream.SendInternalStreamFailure] fail the stream mid-way,
-// [Stream.SendMessage] and [Stream.WriteRaw] send anything at all, and
+// example a 424 ModelError), [Stream.SendException] fails the stream
+// mid-way (a ModelStreamError or InternalStreamFailure),
+// [Stream.SendError] sends an unmodeled error message,
+// [Stream.WriteRaw] sends anything at all, and
 // [Stream.Reset] resets the stream. Blocking on [Stream.Context] stalls.
 // [Server.GoAway], [Server.CloseClientConnections] and
-// [Server.PauseConnections] (a peer that stops answering, PINGs included)
-// act on connections.
+// [Server.PauseConnections] (a peer that stops answering, PINGs included,
+// until resumed) act on connections.
 //
 // # Checks
 //
@@ -63,7 +63,8 @@
 // the request checks are the model's InputValidationError) and never
 // reaches the handler; a violation mid-stream is returned by RecvPart,
 // sent to the client as an error message and ends in a stream reset.
-// Every violation is recorded as a [*Violation] in [Server.Violations].
+// Every violation is recorded as a [*Violation] in [Server.Violations], or
+// handed to [Server.OnViolation].
 // Set [Server.SkipVerify] to accept unsigned requests.
 //
 // # What it emulates, and what it cannot know
@@ -103,12 +104,11 @@
 //
 // [Server.Record] records every stream as a cassette (package cassette):
 // the request, the response head, both directions' parts, exceptions and
-// the end. [Replay] turns a cassette, recorded here, by the local gateway,
-// by bidicat -record or by cassette.Record against a real endpoint, into a
-// Handler that answers as the recording did, at the recorded speed or
-// scaled, and fails ([Replayer.Err], [NewReplayServer]) when the client
-// sends something else or leaves recorded replies unread. An [Inspector]
-// shows a Server's streams live in a browser.
+// the end. Package bidi/biditest/replay turns a cassette, recorded here,
+// by the local gateway, by bidicat -record or by cassette.Record against
+// a real endpoint, into a Handler that answers as the recording did, and
+// package bidi/biditest/inspect shows a Server's streams live in a
+// browser.
 //
 // # Flow control
 //

@@ -229,7 +229,7 @@ func TestShutdown(t *testing.T) {
 		t.Fatalf("Shutdown = %v", err)
 	}
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", s.URL+"/", nil)
-	if resp, err := s.HTTPClient().Do(req); err == nil {
+	if resp, err := s.client.Do(req); err == nil {
 		resp.Body.Close()
 		t.Fatal("a new request was served after Shutdown")
 	}

@@ -245,7 +245,7 @@ func (fs *foreignStream) errorBody() map[string]any {
 }
 
 func foreignFor(s *Server) *foreignClient {
-	return &foreignClient{hc: s.HTTPClient(), url: s.URL, creds: aws.Credentials{AccessKeyID: AccessKeyID, SecretAccessKey: SecretAccessKey}, region: Region}
+	return &foreignClient{hc: s.client, url: s.URL, creds: aws.Credentials{AccessKeyID: defaultAccessKeyID, SecretAccessKey: defaultSecretAccessKey}, region: defaultRegion}
 }
 
 // A foreign client signing ":authority" echoes, sends fragments and ends
@@ -357,8 +357,12 @@ func TestForeignClientMidStreamErrors(t *testing.T) {
 		fail func(st *Stream)
 		code string
 	}{
-		{"ModelStreamError", func(st *Stream) { st.SendModelStreamError("ModelError", "the model failed") }, "ModelError"},
-		{"InternalStreamFailure", func(st *Stream) { st.SendInternalStreamFailure("the platform failed") }, ""},
+		{"ModelStreamError", func(st *Stream) {
+			st.SendException("ModelStreamError", []byte(`{"Message":"the model failed","ErrorCode":"ModelError"}`))
+		}, "ModelError"},
+		{"InternalStreamFailure", func(st *Stream) {
+			st.SendException("InternalStreamFailure", []byte(`{"Message":"the platform failed"}`))
+		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestServer(t, HandlerFunc(func(st *Stream) {

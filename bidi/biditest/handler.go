@@ -1,6 +1,10 @@
 package biditest
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+)
 
 // A Handler scripts the model behind a [Server]: ServeBidi runs once per
 // stream, in the server's request goroutine, after the request passed the
@@ -19,8 +23,10 @@ func (f HandlerFunc) ServeBidi(st *Stream) { f(st) }
 // received part back as it arrives, with the same DataType and
 // CompletionState, until the client's end frame or an error. A message
 // over [Server.MaxRecvMessageSize] ends the stream with the
-// ModelStreamError "1009" a WebSocket container's read limit causes (see
-// [Stream.SendMessageTooLarge]); with [Server.WholeMessages] the parts of
+// ModelStreamError "1009" a WebSocket container's read limit causes
+// (Message `Model container closed the WebSocket connection (code 1009,
+// reason "message too big: over N bytes")`, in the local gateway's
+// words); with [Server.WholeMessages] the parts of
 // a message come back only once it is complete.
 func Echo() Handler {
 	return HandlerFunc(func(st *Stream) {
@@ -34,7 +40,7 @@ func Echo() Handler {
 			p, err := st.nextPart() // p.Data aliases the decoder until the next call
 			if err == nil {
 				if size += len(p.Data); size > limit {
-					err = ErrMessageTooLarge
+					err = &bidi.MessageTooLargeError{Limit: int64(limit)}
 				} else {
 					err = st.SendPart(p.Part)
 				}
@@ -43,8 +49,8 @@ func Echo() Handler {
 				}
 			}
 			st.rmu.Unlock()
-			if errors.Is(err, ErrMessageTooLarge) {
-				st.SendMessageTooLarge(limit)
+			if errors.As(err, new(*bidi.MessageTooLargeError)) {
+				st.sendMessageTooLarge(limit)
 			}
 			if err != nil {
 				return

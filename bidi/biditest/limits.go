@@ -16,7 +16,7 @@ const (
 	defaultIdleTimeout      = 30 * time.Second
 	defaultMaxConnections   = 1024
 	defaultMaxSessions      = 1024
-	defaultMaxEventSize     = 16<<20 + 64<<10 // bidi.MaxPartSizeLimit of payload, plus headers and padding
+	defaultMaxEventSize     = 16<<20 + 64<<10 // a part of 16 MiB (the largest bidi.Options.MaxPartSize), plus headers and padding
 	defaultMaxRecordedBytes = 64 << 20
 )
 

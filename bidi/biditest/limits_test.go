@@ -233,7 +233,7 @@ func TestMaxEventSize(t *testing.T) {
 	if wire.String(m, ":message-type") != "error" || !strings.Contains(wire.String(m, ":error-message"), "MaxEventSize") {
 		t.Fatalf("after an oversized prelude: %v", m.Headers)
 	}
-	if rules := violationsOf(s); len(rules) != 1 || rules[0] != RuleFraming {
+	if rules := violationsOf(s); len(rules) != 1 || rules[0] != ruleFraming {
 		t.Fatalf("violations %v", s.Violations())
 	}
 }
@@ -276,7 +276,7 @@ func TestMaxStreamAgeClientNotReading(t *testing.T) {
 			}
 		}
 	}), func(s *Server) { s.MaxStreamAge = 100 * time.Millisecond })
-	tr := s.HTTPClient().Transport.(*http.Transport).Clone()
+	tr := s.client.Transport.(*http.Transport).Clone()
 	tr.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}
 	defer tr.CloseIdleConnections()
 	rs := openRaw(t, s, "e", func(o *rawOptions) { o.client = &http.Client{Transport: tr} })
@@ -343,7 +343,7 @@ func TestMaxRecordedBytes(t *testing.T) {
 // Credentials holds the credentials in force once the server started.
 func TestCredentialsAfterStart(t *testing.T) {
 	s := newTestServer(t, Echo())
-	if s.Credentials.AccessKeyID != AccessKeyID || s.Credentials.SecretAccessKey != SecretAccessKey {
+	if s.Credentials.AccessKeyID != defaultAccessKeyID || s.Credentials.SecretAccessKey != defaultSecretAccessKey {
 		t.Fatalf("Credentials after Start: %q", s.Credentials.AccessKeyID)
 	}
 }
@@ -360,7 +360,7 @@ func TestExpiredCredentials(t *testing.T) {
 		t.Fatalf("AWSConfig credentials %+v, %v", got.Expires, err)
 	}
 	rs := openRaw(t, s, "e", func(o *rawOptions) { o.creds = creds })
-	expectRejection(t, s, rs, called, http.StatusForbidden, "ExpiredTokenException", RuleSignature)
+	expectRejection(t, s, rs, called, http.StatusForbidden, "ExpiredTokenException", ruleSignature)
 }
 
 func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }

@@ -32,7 +32,7 @@ func (s *Server) startGenerationLocked() {
 	}
 	streams := int(s.MaxConcurrentStreams)
 	if streams == 0 {
-		streams = DefaultMaxConcurrentStreams
+		streams = defaultMaxConcurrentStreams
 	}
 	g.srv = &http.Server{
 		Handler:   http.HandlerFunc(s.serveHTTP),

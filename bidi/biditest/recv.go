@@ -53,7 +53,7 @@ func (st *Stream) RecvPart() (ReceivedPart, error) {
 // including the next COMPLETE one, with the DataType of the first part. It
 // returns io.EOF after the end frame, an error wrapping
 // io.ErrUnexpectedEOF when the request ends inside a message, an error
-// wrapping [ErrMessageTooLarge] past [Server.MaxRecvMessageSize], and the
+// wrapping a *bidi.MessageTooLargeError past [Server.MaxRecvMessageSize], and the
 // errors of RecvPart.
 func (st *Stream) Recv() (bidi.Message, error) {
 	st.rmu.Lock()
@@ -73,7 +73,7 @@ func (st *Stream) Recv() (bidi.Message, error) {
 			msg.Type, started = p.Type, true
 		}
 		if len(msg.Data)+len(p.Data) > limit {
-			st.rerr = fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, limit)
+			st.rerr = fmt.Errorf("biditest: %w", &bidi.MessageTooLargeError{Limit: int64(limit)})
 			return bidi.Message{}, st.rerr
 		}
 		msg.Data = append(msg.Data, p.Data...)
@@ -89,7 +89,7 @@ func (st *Stream) Recv() (bidi.Message, error) {
 // maxRecvMessageSize returns MaxRecvMessageSize or its default.
 func (s *Server) maxRecvMessageSize() int {
 	if s.MaxRecvMessageSize <= 0 {
-		return DefaultMaxRecvMessageSize
+		return defaultMaxRecvMessageSize
 	}
 	return s.MaxRecvMessageSize
 }
@@ -140,7 +140,7 @@ func (st *Stream) nextWholePart() (ReceivedPart, error) {
 		limit := st.s.maxRecvMessageSize()
 		if p.Complete && len(st.held) == 0 {
 			if len(p.Data) > limit {
-				st.rerr = fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, limit)
+				st.rerr = fmt.Errorf("biditest: %w", &bidi.MessageTooLargeError{Limit: int64(limit)})
 				return ReceivedPart{}, st.rerr
 			}
 			return p, nil // a message of one part: nothing to hold
@@ -148,7 +148,7 @@ func (st *Stream) nextWholePart() (ReceivedPart, error) {
 		cost := heldCost(p)
 		if st.heldLen+cost > limit {
 			st.held, st.heldLen = nil, 0
-			st.rerr = fmt.Errorf("%w: more than %d bytes held (payloads and %d bytes per part)", ErrMessageTooLarge, limit, partOverhead)
+			st.rerr = fmt.Errorf("biditest: %w (held parts count %d bytes each as well)", &bidi.MessageTooLargeError{Limit: int64(limit)}, partOverhead)
 			return ReceivedPart{}, st.rerr
 		}
 		p.Data = append([]byte(nil), p.Data...)
@@ -186,7 +186,7 @@ func (st *Stream) readPart() (ReceivedPart, error) {
 	inner, isEnvelope := env.Payload, true
 	if st.verifier != nil {
 		if inner, err = st.verifier.Verify(env); err != nil {
-			return p, st.violate(violation(RuleChunkSignature, 0, invalidSignatureErrorType, "event signature verification failed", err))
+			return p, st.violate(violation(ruleChunkSignature, 0, invalidSignatureErrorType, "event signature verification failed", err))
 		}
 	} else {
 		_, isEnvelope = env.Headers.Get(eventstream.ChunkSignatureHeader)
@@ -201,19 +201,19 @@ func (st *Stream) readPart() (ReceivedPart, error) {
 			return ReceivedPart{}, st.afterEndFrame()
 		}
 		if err := eventstream.Unmarshal(inner, &st.inner); err != nil {
-			return p, st.violate(violation(RuleEvent, 0, validationErrorType, "the envelope payload is not an event-stream message", err))
+			return p, st.violate(violation(ruleEvent, 0, validationErrorType, "the envelope payload is not an event-stream message", err))
 		}
 		m = &st.inner
 	} else {
 		m = env // SkipVerify: a bare event
 	}
 	if k := wire.Classify(m); k != wire.KindPayloadPart {
-		return p, st.violate(violation(RuleEvent, 0, validationErrorType,
+		return p, st.violate(violation(ruleEvent, 0, validationErrorType,
 			fmt.Sprintf("request event has :message-type %q and :event-type %q, want event PayloadPart",
 				wire.String(m, wire.MessageTypeHeader), wire.String(m, wire.EventTypeHeader)), nil))
 	}
 	if name, ok := wire.EmptyValue(m); ok {
-		return p, st.violate(violation(RuleEvent, 0, validationErrorType,
+		return p, st.violate(violation(ruleEvent, 0, validationErrorType,
 			fmt.Sprintf("request event header %q has an empty value; omit the header instead", name), nil))
 	}
 	// A client is lenient with what it receives; the server is strict,
@@ -221,7 +221,7 @@ func (st *Stream) readPart() (ReceivedPart, error) {
 	var wp wire.Part
 	wire.ParsePart(m, &wp)
 	if !wp.Valid() {
-		return p, st.violate(violation(RuleEvent, 0, validationErrorType,
+		return p, st.violate(violation(ruleEvent, 0, validationErrorType,
 			"DataType must be UTF8 or BINARY and CompletionState PARTIAL or COMPLETE", nil))
 	}
 	p.Data = wp.Bytes
@@ -239,7 +239,7 @@ func (st *Stream) readPart() (ReceivedPart, error) {
 
 // afterEndFrame checks that the request body ends (END_STREAM) right after
 // the end frame: it reads on, and returns io.EOF when the body ends there,
-// a RuleEndFrame violation when anything follows, and another error when
+// a ruleEndFrame violation when anything follows, and another error when
 // the client goes away.
 func (st *Stream) afterEndFrame() error {
 	_, err := st.dec.Decode()
@@ -252,10 +252,10 @@ func (st *Stream) afterEndFrame() error {
 		st.recordSendEnd()
 		return io.EOF
 	case err == nil:
-		return st.violate(violation(RuleEndFrame, 0, validationErrorType,
+		return st.violate(violation(ruleEndFrame, 0, validationErrorType,
 			"an event-stream message followed the end frame", nil))
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &crc), errors.As(err, &ln), errors.Is(err, eventstream.ErrInvalidHeader):
-		return st.violate(violation(RuleEndFrame, 0, validationErrorType,
+		return st.violate(violation(ruleEndFrame, 0, validationErrorType,
 			"data followed the end frame", err))
 	case st.expired.Load():
 		return fmt.Errorf("biditest: reading request body: %w", ErrMaxStreamAge)
@@ -276,16 +276,16 @@ func (st *Stream) bodyError(err error) error {
 		st.recordSendEnd()
 		return io.EOF // SkipVerify with bare events: no end frame to expect
 	case err == io.EOF:
-		return st.violate(violation(RuleEndFrame, 0, validationErrorType,
+		return st.violate(violation(ruleEndFrame, 0, validationErrorType,
 			"the request body ended without the signed end frame", nil))
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return st.violate(violation(RuleFraming, 0, validationErrorType,
+		return st.violate(violation(ruleFraming, 0, validationErrorType,
 			"the request body ended inside an event-stream message", err))
 	case errors.As(err, &ln) && errors.Is(err, eventstream.ErrPayloadTooLarge):
-		return st.violate(violation(RuleFraming, 0, validationErrorType,
+		return st.violate(violation(ruleFraming, 0, validationErrorType,
 			fmt.Sprintf("a request event of %d bytes exceeds the server's limit of %d bytes (MaxEventSize)", ln.Length, ln.Limit), err))
 	case errors.As(err, &crc), errors.As(err, &ln), errors.Is(err, eventstream.ErrInvalidHeader):
-		return st.violate(violation(RuleFraming, 0, validationErrorType,
+		return st.violate(violation(ruleFraming, 0, validationErrorType,
 			"malformed event-stream message in the request body", err))
 	}
 	return fmt.Errorf("biditest: reading request body: %w", err)
@@ -304,7 +304,7 @@ func (st *Stream) record(p ReceivedPart) {
 	st.recordReceived(&p)
 	limit := st.s.MaxRecorded
 	if limit == 0 {
-		limit = DefaultMaxRecorded
+		limit = defaultMaxRecorded
 	}
 	st.recMu.Lock()
 	defer st.recMu.Unlock()

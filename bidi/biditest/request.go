@@ -49,11 +49,11 @@ var (
 // check validates v without quoting it (a query string may carry tokens).
 func (in input) check(v string) *Violation {
 	if len(v) > in.maxLen {
-		return violation(RuleInput, http.StatusBadRequest, validationErrorType,
+		return violation(ruleInput, http.StatusBadRequest, validationErrorType,
 			fmt.Sprintf("1 validation error detected: Value at '%s' failed to satisfy constraint: Member must have length less than or equal to %d", in.name, in.maxLen), nil)
 	}
 	if !in.pattern.MatchString(v) {
-		return violation(RuleInput, http.StatusBadRequest, validationErrorType,
+		return violation(ruleInput, http.StatusBadRequest, validationErrorType,
 			fmt.Sprintf("1 validation error detected: Value at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: %s", in.name, in.pattern), nil)
 	}
 	return nil
@@ -68,7 +68,7 @@ type streamInputs struct {
 // the endpoint name from the path.
 func checkOperation(r *http.Request) (string, *Violation) {
 	if r.ProtoMajor != 2 {
-		return "", violation(RuleHTTP2, http.StatusHTTPVersionNotSupported, "HttpVersionNotSupportedException",
+		return "", violation(ruleHTTP2, http.StatusHTTPVersionNotSupported, "HttpVersionNotSupportedException",
 			fmt.Sprintf("the operation requires HTTP/2, got %s", r.Proto), nil)
 	}
 	path := r.URL.EscapedPath()
@@ -77,12 +77,12 @@ func checkOperation(r *http.Request) (string, *Violation) {
 		seg, ok = strings.CutSuffix(seg, pathSuffix)
 	}
 	if !ok || r.Method != http.MethodPost || seg == "" || strings.Contains(seg, "/") {
-		return "", violation(RuleOperation, http.StatusNotFound, "UnknownOperationException",
+		return "", violation(ruleOperation, http.StatusNotFound, "UnknownOperationException",
 			fmt.Sprintf("no operation for %s on this path; want POST %s{EndpointName}%s", r.Method, pathPrefix, pathSuffix), nil)
 	}
 	name, err := url.PathUnescape(seg)
 	if err != nil {
-		return "", violation(RuleOperation, http.StatusBadRequest, validationErrorType, "malformed percent-encoding in the EndpointName path label", err)
+		return "", violation(ruleOperation, http.StatusBadRequest, validationErrorType, "malformed percent-encoding in the EndpointName path label", err)
 	}
 	return name, nil
 }
@@ -91,14 +91,14 @@ func checkOperation(r *http.Request) (string, *Violation) {
 func (s *Server) checkProtocolHeaders(r *http.Request) *Violation {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != eventStreamContentType {
-		return violation(RuleHeader, http.StatusBadRequest, validationErrorType,
+		return violation(ruleHeader, http.StatusBadRequest, validationErrorType,
 			fmt.Sprintf("Content-Type must be %s, got %q", eventStreamContentType, ct), nil)
 	}
 	if s.SkipVerify {
 		return nil
 	}
 	if got := r.Header.Get("X-Amz-Content-Sha256"); got != streamingPayloadHash {
-		return violation(RuleHeader, http.StatusBadRequest, validationErrorType,
+		return violation(ruleHeader, http.StatusBadRequest, validationErrorType,
 			fmt.Sprintf("X-Amz-Content-Sha256 must be %s, got %q", streamingPayloadHash, got), nil)
 	}
 	return nil
@@ -125,7 +125,7 @@ func checkInputs(r *http.Request, endpointName string) (streamInputs, *Violation
 			continue
 		}
 		if len(vals) != 1 {
-			return in, violation(RuleInput, http.StatusBadRequest, validationErrorType,
+			return in, violation(ruleInput, http.StatusBadRequest, validationErrorType,
 				fmt.Sprintf("header %s appears %d times", h.header, len(vals)), nil)
 		}
 		if v := h.input.check(vals[0]); v != nil {

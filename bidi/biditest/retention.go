@@ -20,14 +20,3 @@ func (s *Server) ForgetStream(st *Stream) {
 		st.forgetRecorded()
 	}
 }
-
-// TakeViolations returns the violations recorded so far, in order, as
-// [Server.Violations] does, and clears the list: a long-running server
-// can log them as they come without keeping them.
-func (s *Server) TakeViolations() []error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v := s.violations
-	s.violations = nil
-	return v
-}

@@ -41,7 +41,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	st, v := s.newStreamFor(w, r, reqID)
 	if v != nil {
 		s.record(v)
-		s.writeError(w, reqID, v.status, v.errorType, v.Message)
+		s.writeError(w, reqID, v.StatusCode, v.ErrorType, v.Message)
 		return
 	}
 	s.mu.Lock()

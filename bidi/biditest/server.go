@@ -22,21 +22,22 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
-// The credentials and Region a [Server] accepts unless configured
-// otherwise. [Server.AWSConfig] and [Server.Client] hand them out.
+// The credentials and region a Server accepts unless configured
+// otherwise (documented on Server.Credentials and Server.Region).
 const (
-	AccessKeyID     = "AKIDBIDITEST"
-	SecretAccessKey = "biditest-secret-access-key-0000"
-	Region          = "us-west-2"
+	defaultAccessKeyID     = "AKIDBIDITEST"
+	defaultSecretAccessKey = "biditest-secret-access-key-0000"
+	defaultRegion          = "us-west-2"
 )
 
-// Defaults of the [Server] fields whose zero value means "default".
+// Defaults of the Server fields whose zero value means "default"
+// (documented on each field).
 const (
-	DefaultMaxConcurrentStreams = 250
-	DefaultMaxClockSkew         = 15 * time.Minute
-	DefaultMaxRecvMessageSize   = 16 << 20
-	DefaultMaxRecorded          = 1024
-	DefaultProductionVariant    = "AllTraffic"
+	defaultMaxConcurrentStreams = 250
+	defaultMaxClockSkew         = 15 * time.Minute
+	defaultMaxRecvMessageSize   = 16 << 20
+	defaultMaxRecorded          = 1024
+	defaultProductionVariant    = "AllTraffic"
 )
 
 // A Server is a SageMaker-compatible bidirectional streaming server for
@@ -45,7 +46,7 @@ const (
 //
 // Fields other than URL and Listener may be set on an unstarted server
 // (see [NewUnstartedServer]) and must not be changed after [Server.Start].
-// URL, Certificate, HTTPClient, AWSConfig and Client are meaningful once
+// URL, Certificate, AWSConfig and Client are meaningful once
 // the server is started. The methods are safe for concurrent use.
 type Server struct {
 	// URL is the base URL of the server, "https://127.0.0.1:PORT" (or
@@ -62,16 +63,18 @@ type Server struct {
 	TLS *tls.Config
 
 	// Credentials are the only credentials the server accepts. The zero
-	// value means AccessKeyID and SecretAccessKey without a session token;
-	// Start sets the field to them, so that it always holds the
-	// credentials in force. With a SessionToken, requests must sign a
+	// value means access key ID "AKIDBIDITEST" and secret access key
+	// "biditest-secret-access-key-0000" without a session token; Start
+	// sets the field to them, so that it always holds the credentials in
+	// force. [Server.AWSConfig] and [Server.Client] hand them out. With a SessionToken, requests must sign a
 	// matching X-Amz-Security-Token header. With CanExpire, AWSConfig and
 	// Client hand them out with their Expires, and a request signed at or
 	// after Expires (by the server's clock) is refused as the service
 	// refuses expired credentials: 403 ExpiredTokenException.
 	Credentials aws.Credentials
 
-	// Region is the signing region the server expects. "" means Region.
+	// Region is the signing region the server expects. "" means
+	// "us-west-2"; Start sets the field to the region in force.
 	Region string
 
 	// SkipVerify accepts requests without checking any signature: the
@@ -81,7 +84,8 @@ type Server struct {
 	SkipVerify bool
 
 	// MaxConcurrentStreams is the number of concurrent streams a client
-	// may open on one connection. 0 means DefaultMaxConcurrentStreams.
+	// may open on one connection. 0 means 250; Start sets the field to
+	// the value in force.
 	MaxConcurrentStreams uint32
 
 	// MaxReceiveBufferPerStream is the HTTP/2 flow-control window for a
@@ -91,21 +95,22 @@ type Server struct {
 	MaxReceiveBufferPerStream int
 
 	// H2C serves HTTP/2 without TLS, with prior knowledge. URL then starts
-	// with "http://", and HTTPClient speaks unencrypted HTTP/2.
+	// with "http://", and the HTTP client of AWSConfig speaks
+	// unencrypted HTTP/2.
 	H2C bool
 
 	// MaxClockSkew is how far the request's X-Amz-Date and each event's
-	// :date may be from the server's clock. 0 means DefaultMaxClockSkew; a
+	// :date may be from the server's clock. 0 means 15 minutes; a
 	// negative value disables the check.
 	MaxClockSkew time.Duration
 
 	// MaxRecvMessageSize bounds the message [Stream.Recv] reassembles, in
-	// bytes. 0 means DefaultMaxRecvMessageSize.
+	// bytes. 0 means 16 MiB.
 	MaxRecvMessageSize int
 
 	// MaxRecorded is the number of parts per stream that [Stream.Received]
 	// keeps (the first ones, within MaxRecordedBytes). 0 means
-	// DefaultMaxRecorded; a negative value keeps none, for benchmarks.
+	// 1024; a negative value keeps none, for benchmarks.
 	MaxRecorded int
 
 	// Now returns the server's clock, used for the skew checks and the
@@ -116,7 +121,7 @@ type Server struct {
 	// X-Amzn-Invoked-Production-Variant header of every 200 response
 	// whose request names no TargetVariant (a request that names one is
 	// answered with it, as SageMaker routes it there). "" means
-	// DefaultProductionVariant, the name SageMaker gives the variant of
+	// "AllTraffic", the name SageMaker gives the variant of
 	// a single-variant endpoint. [Stream.SetInvokedVariant] overrides it
 	// per stream.
 	ProductionVariant string
@@ -128,7 +133,7 @@ type Server struct {
 	// arrives, then returns them one by one. A message whose held parts
 	// cost more than MaxRecvMessageSize (their payloads, plus about a
 	// hundred bytes of bookkeeping each, so that a flood of empty PARTIAL
-	// parts is bounded too) fails with [ErrMessageTooLarge], and parts of a
+	// parts is bounded too) fails with a *bidi.MessageTooLargeError, and parts of a
 	// message the client never completed are dropped at the end of the
 	// stream. Use it to see the latency a client sending PARTIAL parts
 	// (live audio, say) gets from such a container: the first answer
@@ -154,7 +159,7 @@ type Server struct {
 	// the sink is closed. Bytes written with [Stream.WriteRaw] are not
 	// recorded. Errors of the sink do not affect the stream: a
 	// cassette.Writer keeps the first and returns it from Close. See
-	// package cassette and [Replay].
+	// package cassette, and package bidi/biditest/replay to replay them.
 	Record func(st *Stream) cassette.Sink
 
 	// HandshakeTimeout bounds the TLS handshake of a new connection and,
@@ -184,11 +189,11 @@ type Server struct {
 	// the payload of a signed envelope (the PayloadPart message with its
 	// headers), or a bare event with SkipVerify. A larger event is
 	// refused from its length prefix, before its bytes are buffered: the
-	// stream fails with a RuleFraming [*Violation]. With the HTTP/2
-	// window (MaxReceiveBufferPerStream), it bounds what one stream can
-	// make the server hold. 0 means 16 MiB + 64 KiB (a part of
-	// bidi.MaxPartSizeLimit with its headers); a negative value means the
-	// event-stream limit, 24 MiB.
+	// stream fails with a "framing" [*Violation]. With the HTTP/2 window
+	// (MaxReceiveBufferPerStream), it bounds what one stream can make the
+	// server hold. 0 means 16 MiB + 64 KiB (a part of the largest
+	// bidi.Options.MaxPartSize, 16 MiB, with its headers); a negative
+	// value means the event-stream limit, 24 MiB.
 	MaxEventSize int
 
 	// MaxRecordedBytes caps the bytes the server keeps for
@@ -198,6 +203,14 @@ type Server struct {
 	// [Server.ForgetStream] gives a stream's bytes back. 0 means 64 MiB;
 	// a negative value means no budget.
 	MaxRecordedBytes int
+
+	// OnViolation, if set, is called with every protocol violation as the
+	// server finds it, in the goroutine of the request that broke the
+	// rule, instead of keeping it for [Server.Violations]: a long-running
+	// server (the local gateway in examples/gateway, for one) logs them
+	// as they come without keeping them. It must not block for long: the
+	// rejection of the request waits for it.
+	OnViolation func(v *Violation)
 
 	// ErrorLog receives net/http's server errors and the server's own
 	// (failed accepts, connections over MaxConnections, streams over
@@ -264,16 +277,20 @@ func (s *Server) Start() {
 
 	s.creds = s.Credentials
 	if s.creds.AccessKeyID == "" && s.creds.SecretAccessKey == "" {
-		s.creds = aws.Credentials{AccessKeyID: AccessKeyID, SecretAccessKey: SecretAccessKey, Source: "biditest"}
+		s.creds = aws.Credentials{AccessKeyID: defaultAccessKeyID, SecretAccessKey: defaultSecretAccessKey, Source: "biditest"}
 		s.Credentials = s.creds
 	}
 	s.region = s.Region
 	if s.region == "" {
-		s.region = Region
+		s.region = defaultRegion
+		s.Region = s.region
+	}
+	if s.MaxConcurrentStreams == 0 {
+		s.MaxConcurrentStreams = defaultMaxConcurrentStreams
 	}
 	s.maxSkew = s.MaxClockSkew
 	if s.maxSkew == 0 {
-		s.maxSkew = DefaultMaxClockSkew
+		s.maxSkew = defaultMaxClockSkew
 	}
 	if s.ErrorLog == nil {
 		s.ErrorLog = log.New(handshakeFilter{os.Stderr}, "", log.LstdFlags)
@@ -366,7 +383,7 @@ func (s *Server) Close() {
 		return
 	}
 
-	s.ResumeConnections() // so that closing connections can write
+	s.resumeConnections() // so that closing connections can write
 	s.cancel(ErrServerClosed)
 	s.Listener.Close()
 	for _, g := range gens {
@@ -419,15 +436,18 @@ func (s *Server) closeConns() {
 // stops reading and writing (a read already in progress may complete),
 // so it answers neither requests nor HTTP/2 PINGs, like a peer that died
 // without closing its TCP connections. Handlers keep running but their
-// writes block. ResumeConnections and Close undo it;
-// CloseClientConnections closes paused connections as any other.
-func (s *Server) PauseConnections() {
+// writes block. Calling resume, or Close, lets the connections proceed;
+// resume may be called more than once. CloseClientConnections closes
+// paused connections as any other. Pausing paused connections does
+// nothing more.
+func (s *Server) PauseConnections() (resume func()) {
 	gate := make(chan struct{})
 	s.paused.CompareAndSwap(nil, &gate)
+	return s.resumeConnections
 }
 
-// ResumeConnections lets paused connections proceed.
-func (s *Server) ResumeConnections() {
+// resumeConnections lets paused connections proceed.
+func (s *Server) resumeConnections() {
 	if gate := s.paused.Swap(nil); gate != nil {
 		close(*gate)
 	}
@@ -486,15 +506,14 @@ const goAwayGrace = 50 * time.Millisecond
 // H2C.
 func (s *Server) Certificate() *x509.Certificate { return s.cert }
 
-// HTTPClient returns an HTTP/2-only client that trusts the server's
-// certificate and nothing else (with H2C, a client speaking unencrypted
-// HTTP/2). Every call returns the same client; Close closes its idle
-// connections.
-func (s *Server) HTTPClient() *http.Client { return s.client }
-
 // AWSConfig returns a configuration for the server: its Region, the
 // credentials it accepts (static ones, or with their expiry when
-// Credentials.CanExpire is set), BaseEndpoint set to URL and HTTPClient.
+// Credentials.CanExpire is set), BaseEndpoint set to URL, and as
+// HTTPClient an *http.Client, HTTP/2 only, that trusts the server's
+// certificate and nothing else (with H2C, one speaking unencrypted
+// HTTP/2): the client for raw requests, or for an AWS SDK client. Every
+// call hands out the same *http.Client; Close closes its idle
+// connections.
 func (s *Server) AWSConfig() aws.Config {
 	return aws.Config{
 		Region:       s.region,
@@ -516,7 +535,8 @@ func (s *Server) credentialsProvider() aws.CredentialsProvider {
 }
 
 // Client returns a *bidi.Client for the server (unlike httptest's
-// Server.Client, which returns an *http.Client: that one is HTTPClient):
+// Server.Client, which returns an *http.Client: that one is AWSConfig's
+// HTTPClient):
 // bidi.NewFromConfig with AWSConfig, Region and BaseEndpoint, then optFns.
 // Unless optFns set RootCAs of their own, the client trusts only the
 // server's certificate (Options.TLSConfig), so that
@@ -561,14 +581,19 @@ func (s *Server) Streams() []*Stream {
 }
 
 // Violations returns the protocol violations seen so far, in order: each
-// is a [*Violation].
+// is a [*Violation]. With [Server.OnViolation] set it returns none.
 func (s *Server) Violations() []error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]error(nil), s.violations...)
 }
 
+// record hands v to OnViolation, or keeps it for Violations.
 func (s *Server) record(v *Violation) {
+	if s.OnViolation != nil {
+		s.OnViolation(v)
+		return
+	}
 	s.mu.Lock()
 	s.violations = append(s.violations, v)
 	s.mu.Unlock()

@@ -27,24 +27,24 @@ func TestServerConfig(t *testing.T) {
 		t.Fatalf("certificate does not cover the loopback names")
 	}
 	cfg := s.AWSConfig()
-	if cfg.Region != Region || aws.ToString(cfg.BaseEndpoint) != s.URL || cfg.HTTPClient != s.HTTPClient() {
+	if cfg.Region != defaultRegion || aws.ToString(cfg.BaseEndpoint) != s.URL || cfg.HTTPClient != s.client {
 		t.Fatalf("AWSConfig %+v", cfg)
 	}
 	c, err := cfg.Credentials.Retrieve(t.Context())
-	if err != nil || c.AccessKeyID != AccessKeyID || c.SecretAccessKey != SecretAccessKey {
+	if err != nil || c.AccessKeyID != defaultAccessKeyID || c.SecretAccessKey != defaultSecretAccessKey {
 		t.Fatalf("credentials %v %v", c.AccessKeyID, err)
 	}
 	opts := s.Client().Options()
-	if opts.TLSConfig == nil || opts.TLSConfig.RootCAs == nil || aws.ToString(opts.BaseEndpoint) != s.URL || opts.Region != Region {
+	if opts.TLSConfig == nil || opts.TLSConfig.RootCAs == nil || aws.ToString(opts.BaseEndpoint) != s.URL || opts.Region != defaultRegion {
 		t.Fatalf("client options %+v: want the SDK's own engine trusting the server", opts)
 	}
 
 	// The client trusts only this server's certificate.
 	other := newTestServer(t, nil)
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", other.URL+"/", nil)
-	if resp, err := s.HTTPClient().Do(req); err == nil {
+	if resp, err := s.client.Do(req); err == nil {
 		resp.Body.Close()
-		t.Fatal("HTTPClient trusted another server's certificate")
+		t.Fatal("the client of AWSConfig trusted another server's certificate")
 	}
 }
 
@@ -58,7 +58,7 @@ func TestHTTP1Rejected(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	rs := openRaw(t, s, "e", func(o *rawOptions) { o.client = &http.Client{Transport: tr} })
 	rs.pw.Close()
-	expectRejection(t, s, rs, called, http.StatusHTTPVersionNotSupported, "HttpVersionNotSupportedException", RuleHTTP2)
+	expectRejection(t, s, rs, called, http.StatusHTTPVersionNotSupported, "HttpVersionNotSupportedException", ruleHTTP2)
 }
 
 func TestH2C(t *testing.T) {
@@ -148,7 +148,7 @@ func TestCloseClientConnections(t *testing.T) {
 	rs := openRaw(t, s, "e")
 	rs.mustResponse()
 	s.CloseClientConnections()
-	if err := recvWithin(t, errc, "handler"); err == nil || errors.Is(err, ErrViolation) {
+	if err := recvWithin(t, errc, "handler"); err == nil || errors.As(err, new(*Violation)) {
 		t.Fatalf("RecvPart after the connection closed: %v", err)
 	}
 	if _, err := rs.next(); err == nil || err == io.EOF {
@@ -164,13 +164,13 @@ func TestCloseClientConnections(t *testing.T) {
 func TestPauseConnections(t *testing.T) {
 	s := newTestServer(t, Echo())
 	// A client that checks idle connections with PINGs.
-	tr := s.HTTPClient().Transport.(*http.Transport).Clone()
+	tr := s.client.Transport.(*http.Transport).Clone()
 	tr.HTTP2 = &http.HTTP2Config{SendPingTimeout: 50 * time.Millisecond, PingTimeout: 100 * time.Millisecond}
 	defer tr.CloseIdleConnections()
 	rs := openRaw(t, s, "e", func(o *rawOptions) { o.client = &http.Client{Transport: tr} })
 	echoOnce(t, rs, "before")
 
-	s.PauseConnections()
+	resume := s.PauseConnections()
 	start := time.Now()
 	if _, err := rs.next(); err == nil || err == io.EOF {
 		t.Fatalf("read from a paused server: %v, want a dead-peer error", err)
@@ -178,7 +178,8 @@ func TestPauseConnections(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("dead peer detected after %v", d)
 	}
-	s.ResumeConnections()
+	resume()
+	resume() // a second time does nothing
 	rs2 := openRaw(t, s, "e")
 	echoOnce(t, rs2, "after")
 }

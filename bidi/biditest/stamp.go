@@ -110,14 +110,14 @@ func (s Stamp) append(b []byte) []byte {
 	return append(b, s.Data...)
 }
 
-// ErrNotStamp is returned by ParseStamp for data that is not a stamp.
-var ErrNotStamp = errors.New("biditest: not a stamp")
+// errNotStamp is returned by ParseStamp for data that is not a stamp.
+var errNotStamp = errors.New("biditest: not a stamp")
 
 // ParseStamp parses the data of a reply of [StampedEcho] to a binary
 // message. Stamp.Data aliases b.
 func ParseStamp(b []byte) (Stamp, error) {
 	if len(b) < stampHeader {
-		return Stamp{}, ErrNotStamp
+		return Stamp{}, errNotStamp
 	}
 	s := Stamp{
 		Clock:  time.Duration(binary.BigEndian.Uint64(b)),
@@ -126,7 +126,7 @@ func ParseStamp(b []byte) (Stamp, error) {
 		Data:   b[stampHeader:],
 	}
 	if s.Clock < 0 || s.Seq < 0 || s.Offset < 0 {
-		return Stamp{}, ErrNotStamp
+		return Stamp{}, errNotStamp
 	}
 	return s, nil
 }

@@ -13,8 +13,8 @@ func TestParseStampRoundTrip(t *testing.T) {
 	if err != nil || got.Clock != s.Clock || got.Seq != s.Seq || got.Offset != s.Offset || !bytes.Equal(got.Data, s.Data) {
 		t.Fatalf("ParseStamp: %+v, %v; want %+v", got, err, s)
 	}
-	if _, err := ParseStamp([]byte("short")); !errors.Is(err, ErrNotStamp) {
-		t.Fatalf("ParseStamp of 5 bytes: %v, want ErrNotStamp", err)
+	if _, err := ParseStamp([]byte("short")); !errors.Is(err, errNotStamp) {
+		t.Fatalf("ParseStamp of 5 bytes: %v, want errNotStamp", err)
 	}
 }
 
@@ -27,8 +27,8 @@ func FuzzParseStamp(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ParseStamp(b)
 		if err != nil {
-			if !errors.Is(err, ErrNotStamp) {
-				t.Fatalf("error %v is not ErrNotStamp", err)
+			if !errors.Is(err, errNotStamp) {
+				t.Fatalf("error %v is not errNotStamp", err)
 			}
 			return
 		}

@@ -154,7 +154,7 @@ func (st *Stream) acceptLocked() error {
 //	})
 //
 // The response is flushed at once, while the client may still be sending.
-// Fail is possible only before the stream is accepted ([ErrAccepted]
+// Fail is possible only before the stream is accepted (an error
 // otherwise); the handler should return afterwards.
 func (st *Stream) Fail(status int, errorType string, fields map[string]any) error {
 	if status < 100 || status > 999 {
@@ -171,7 +171,7 @@ func (st *Stream) Fail(status int, errorType string, fields map[string]any) erro
 	defer st.wmu.Unlock()
 	switch {
 	case st.accepted:
-		return ErrAccepted
+		return errAccepted
 	case st.done || st.failed:
 		return st.doneErr()
 	}
@@ -216,39 +216,29 @@ type streamErrorBody struct {
 	ErrorCode string `json:"ErrorCode,omitempty"`
 }
 
-// SendModelStreamError sends a ModelStreamError exception with the JSON
-// body {"Message": message, "ErrorCode": errorCode} (ErrorCode omitted when
-// empty), as SageMaker does when the model container fails mid-stream.
-// The service ends the stream after it; the handler should return.
-func (st *Stream) SendModelStreamError(errorCode, message string) error {
-	body, _ := json.Marshal(streamErrorBody{Message: message, ErrorCode: errorCode})
-	return st.SendException("ModelStreamError", body)
-}
-
-// SendInternalStreamFailure sends an InternalStreamFailure exception with
-// the JSON body {"Message": message}. The handler should return after it.
-func (st *Stream) SendInternalStreamFailure(message string) error {
-	body, _ := json.Marshal(streamErrorBody{Message: message})
-	return st.SendException("InternalStreamFailure", body)
-}
-
-// SendMessageTooLarge sends the ModelStreamError a client gets when a
+// sendMessageTooLarge sends the ModelStreamError a client gets when a
 // model container behind SageMaker closes its WebSocket because a request
-// message exceeded its read limit of limit bytes: ErrorCode "1009" (the
-// WebSocket close code "message too big") and a Message in the local
-// gateway's words, `Model container closed the WebSocket connection (code
-// 1009, reason "message too big: over N bytes")`. The handler should
-// return after it. [Echo] and [DemoModel] send it for a message over
-// [Server.MaxRecvMessageSize].
-func (st *Stream) SendMessageTooLarge(limit int) error {
+// message exceeded its read limit of limit bytes (see Echo).
+func (st *Stream) sendMessageTooLarge(limit int) error {
 	reason := fmt.Sprintf("message too big: over %d bytes", limit)
-	return st.SendModelStreamError("1009", fmt.Sprintf("Model container closed the WebSocket connection (code 1009, reason %q)", reason))
+	body, _ := json.Marshal(streamErrorBody{ErrorCode: "1009",
+		Message: fmt.Sprintf("Model container closed the WebSocket connection (code 1009, reason %q)", reason)})
+	return st.SendException("ModelStreamError", body)
 }
 
 // SendException sends an exception message (:message-type exception) of
 // the given :exception-type with jsonBody as payload and :content-type
-// application/json. It sends unmodeled exception types as readily as
-// modeled ones.
+// application/json, as the service does when the stream fails mid-way.
+// The modeled ones are
+//
+//	st.SendException("ModelStreamError", []byte(`{"Message":"boom","ErrorCode":"1011"}`))
+//	st.SendException("InternalStreamFailure", []byte(`{"Message":"the platform failed"}`))
+//
+// (the model container failed, its WebSocket close code in ErrorCode;
+// the service failed), which a client returns as a *bidi.ModelStreamError
+// or *bidi.InternalStreamFailure. It sends unmodeled exception types, and
+// bodies that are not JSON, as readily. The service ends the stream after
+// an exception: the handler should return.
 func (st *Stream) SendException(exceptionType string, jsonBody []byte) error {
 	st.wmu.Lock()
 	defer st.wmu.Unlock()
@@ -263,16 +253,11 @@ func (st *Stream) SendError(code, message string) error {
 	return st.sendLocked(&eventstream.Message{Headers: wire.ErrorHeaders(code, message)})
 }
 
-// SendMessage sends any event-stream message as is: unknown event types,
-// parts without headers, malformed values.
-func (st *Stream) SendMessage(m *eventstream.Message) error {
-	st.wmu.Lock()
-	defer st.wmu.Unlock()
-	return st.sendLocked(m)
-}
-
 // WriteRaw writes b on the response body as is and flushes it: garbage,
-// truncated frames, a message split across writes.
+// truncated frames, a message split across writes, or any event-stream
+// message encoded with eventstream.AppendMessage (unknown event types,
+// parts without headers, malformed values). It accepts the stream first
+// if needed. What it writes is not recorded ([Server.Record]).
 func (st *Stream) WriteRaw(b []byte) error {
 	st.wmu.Lock()
 	defer st.wmu.Unlock()
@@ -333,7 +318,7 @@ func (st *Stream) sendViolation(v *Violation) {
 		return
 	}
 	if st.acceptLocked() == nil {
-		b, err := eventstream.AppendMessage(st.wbuf[:0], &eventstream.Message{Headers: wire.ErrorHeaders(v.errorType, v.Message)})
+		b, err := eventstream.AppendMessage(st.wbuf[:0], &eventstream.Message{Headers: wire.ErrorHeaders(v.ErrorType, v.Message)})
 		if err == nil {
 			st.wbuf = b
 			st.writeLocked(b)
@@ -353,7 +338,7 @@ func (st *Stream) invokedVariant() string {
 	case st.s.ProductionVariant != "":
 		return st.s.ProductionVariant
 	}
-	return DefaultProductionVariant
+	return defaultProductionVariant
 }
 
 // doneErr is the error of a write after the response is over.

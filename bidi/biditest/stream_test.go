@@ -151,8 +151,8 @@ func TestRecvLimits(t *testing.T) {
 		rs := openRaw(t, s, "e")
 		rs.sendPart(wire.Part{Bytes: []byte("123456"), CompletionState: wire.CompletionPartial})
 		rs.sendPart(wire.Part{Bytes: []byte("789012"), CompletionState: wire.CompletionComplete})
-		if err := recvWithin(t, errc, "Recv"); !errors.Is(err, ErrMessageTooLarge) {
-			t.Fatalf("Recv = %v, want ErrMessageTooLarge", err)
+		if err := recvWithin(t, errc, "Recv"); !errors.As(err, new(*bidi.MessageTooLargeError)) {
+			t.Fatalf("Recv = %v, want a *bidi.MessageTooLargeError", err)
 		}
 	})
 	t.Run("ends inside a message", func(t *testing.T) {
@@ -224,7 +224,7 @@ func TestFailAfterAccept(t *testing.T) {
 	if resp := rs.mustResponse(); resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	if err := recvWithin(t, errc, "Fail"); !errors.Is(err, ErrAccepted) {
+	if err := recvWithin(t, errc, "Fail"); !errors.Is(err, errAccepted) {
 		t.Fatalf("Fail after Accept = %v", err)
 	}
 }
@@ -239,8 +239,8 @@ var partD = map[string]string{
 
 func TestStreamErrorsMatchWire(t *testing.T) {
 	s := newTestServer(t, HandlerFunc(func(st *Stream) {
-		st.SendModelStreamError("StreamBroken", "model stream broke")
-		st.SendInternalStreamFailure("internal failure")
+		st.SendException("ModelStreamError", []byte(`{"Message":"model stream broke","ErrorCode":"StreamBroken"}`))
+		st.SendException("InternalStreamFailure", []byte(`{"Message":"internal failure"}`))
 		st.SendError("InternalError", "An internal server error occurred.")
 		st.SendException("SomethingNew", []byte(`{"message":"new thing"}`))
 	}))
@@ -258,10 +258,10 @@ func TestStreamErrorsMatchWire(t *testing.T) {
 
 func TestSendMessageAndWriteRaw(t *testing.T) {
 	s := newTestServer(t, HandlerFunc(func(st *Stream) {
-		st.SendMessage(&eventstream.Message{Headers: eventstream.Headers{
+		st.WriteRaw(encodeMessage(&eventstream.Message{Headers: eventstream.Headers{
 			{Name: ":message-type", Value: eventstream.StringValue("event")},
 			{Name: ":event-type", Value: eventstream.StringValue("FutureEvent")},
-		}, Payload: []byte("{}")})
+		}, Payload: []byte("{}")}))
 		st.WriteRaw([]byte{0, 0, 0, 99, 1}) // a truncated frame
 	}))
 	rs := openRaw(t, s, "e")
@@ -357,7 +357,7 @@ func TestSendBlocksUntilClientReads(t *testing.T) {
 		}
 	}))
 	// A client with a 64 KiB stream window (Go's default is 4 MiB).
-	tr := s.HTTPClient().Transport.(*http.Transport).Clone()
+	tr := s.client.Transport.(*http.Transport).Clone()
 	tr.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}
 	defer tr.CloseIdleConnections()
 	rs := openRaw(t, s, "e", func(o *rawOptions) { o.client = &http.Client{Transport: tr} })
@@ -401,7 +401,7 @@ func TestRecvVsClientGone(t *testing.T) {
 	rs.mustResponse()
 	rs.cancel() // the client resets the stream
 	err := recvWithin(t, errc, "RecvPart")
-	if err == nil || errors.Is(err, ErrViolation) {
+	if err == nil || errors.As(err, new(*Violation)) {
 		t.Fatalf("RecvPart after client reset = %v, want a transport error", err)
 	}
 	if v := s.Violations(); len(v) != 0 {

@@ -62,7 +62,7 @@ func parseAuthorization(h string) (authorization, error) {
 }
 
 func authViolation(status int, errorType, msg string, err error) *Violation {
-	return violation(RuleSignature, status, errorType, msg, err)
+	return violation(ruleSignature, status, errorType, msg, err)
 }
 
 // verifySeed checks the SigV4 signature of r as the service would and

@@ -17,42 +17,42 @@ import (
 )
 
 func TestRequestRejections(t *testing.T) {
-	wrongSecret := aws.Credentials{AccessKeyID: AccessKeyID, SecretAccessKey: "not-the-secret"}
+	wrongSecret := aws.Credentials{AccessKeyID: defaultAccessKeyID, SecretAccessKey: "not-the-secret"}
 	tests := []struct {
 		name      string
 		endpoint  string
 		mod       func(*rawOptions)
 		status    int
 		errorType string
-		rule      Rule
+		rule      string
 	}{
-		{"bad seed signature", "e", func(o *rawOptions) { o.creds = wrongSecret }, 403, "InvalidSignatureException", RuleSignature},
-		{"unknown access key", "e", func(o *rawOptions) { o.creds.AccessKeyID = "AKIDOTHER" }, 403, "UnrecognizedClientException", RuleSignature},
-		{"wrong region", "e", func(o *rawOptions) { o.region = "eu-west-1" }, 403, "InvalidSignatureException", RuleSignature},
-		{"wrong service", "e", func(o *rawOptions) { o.service = "bedrock" }, 403, "InvalidSignatureException", RuleSignature},
-		{"clock skew", "e", func(o *rawOptions) { o.signTime = time.Now().Add(-time.Hour) }, 403, "InvalidSignatureException", RuleSignature},
-		{"unexpected session token", "e", func(o *rawOptions) { o.creds.SessionToken = "token" }, 403, "UnrecognizedClientException", RuleSignature},
-		{"missing authorization", "e", func(o *rawOptions) { o.noSignature = true }, 403, "MissingAuthenticationTokenException", RuleSignature},
+		{"bad seed signature", "e", func(o *rawOptions) { o.creds = wrongSecret }, 403, "InvalidSignatureException", ruleSignature},
+		{"unknown access key", "e", func(o *rawOptions) { o.creds.AccessKeyID = "AKIDOTHER" }, 403, "UnrecognizedClientException", ruleSignature},
+		{"wrong region", "e", func(o *rawOptions) { o.region = "eu-west-1" }, 403, "InvalidSignatureException", ruleSignature},
+		{"wrong service", "e", func(o *rawOptions) { o.service = "bedrock" }, 403, "InvalidSignatureException", ruleSignature},
+		{"clock skew", "e", func(o *rawOptions) { o.signTime = time.Now().Add(-time.Hour) }, 403, "InvalidSignatureException", ruleSignature},
+		{"unexpected session token", "e", func(o *rawOptions) { o.creds.SessionToken = "token" }, 403, "UnrecognizedClientException", ruleSignature},
+		{"missing authorization", "e", func(o *rawOptions) { o.noSignature = true }, 403, "MissingAuthenticationTokenException", ruleSignature},
 		{"header changed after signing", "e", func(o *rawOptions) {
 			o.header.Set("X-Amzn-SageMaker-Target-Variant", "v1")
 			o.afterSign = func(r *http.Request) { r.Header.Set("X-Amzn-SageMaker-Target-Variant", "v2") }
-		}, 403, "InvalidSignatureException", RuleSignature},
+		}, 403, "InvalidSignatureException", ruleSignature},
 		{"host not signed", "e", func(o *rawOptions) {
 			o.afterSign = func(r *http.Request) {
 				r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), "host;", "", 1))
 			}
-		}, 403, "InvalidSignatureException", RuleSignature},
-		{"wrong content type", "e", func(o *rawOptions) { o.header.Set("Content-Type", "application/json") }, 400, "InputValidationError", RuleHeader},
-		{"missing content type", "e", func(o *rawOptions) { o.header.Del("Content-Type") }, 400, "InputValidationError", RuleHeader},
-		{"wrong content sha256", "e", func(o *rawOptions) { o.header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD") }, 400, "InputValidationError", RuleHeader},
-		{"invalid endpoint name", "bad_name", nil, 400, "InputValidationError", RuleInput},
-		{"endpoint name too long", strings.Repeat("a", 64), nil, 400, "InputValidationError", RuleInput},
-		{"endpoint name ends with hyphen", "a-", nil, 400, "InputValidationError", RuleInput},
-		{"invalid target variant", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Target-Variant", "-v") }, 400, "InputValidationError", RuleInput},
-		{"invalid invocation path", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Model-Invocation-Path", "/abs") }, 400, "InputValidationError", RuleInput},
-		{"invalid query string", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Model-Query-String", "a=b&c") }, 400, "InputValidationError", RuleInput},
-		{"wrong method", "e", func(o *rawOptions) { o.method = http.MethodPut }, 404, "UnknownOperationException", RuleOperation},
-		{"wrong path", "e", func(o *rawOptions) { o.path = "/endpoints/e/invocations" }, 404, "UnknownOperationException", RuleOperation},
+		}, 403, "InvalidSignatureException", ruleSignature},
+		{"wrong content type", "e", func(o *rawOptions) { o.header.Set("Content-Type", "application/json") }, 400, "InputValidationError", ruleHeader},
+		{"missing content type", "e", func(o *rawOptions) { o.header.Del("Content-Type") }, 400, "InputValidationError", ruleHeader},
+		{"wrong content sha256", "e", func(o *rawOptions) { o.header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD") }, 400, "InputValidationError", ruleHeader},
+		{"invalid endpoint name", "bad_name", nil, 400, "InputValidationError", ruleInput},
+		{"endpoint name too long", strings.Repeat("a", 64), nil, 400, "InputValidationError", ruleInput},
+		{"endpoint name ends with hyphen", "a-", nil, 400, "InputValidationError", ruleInput},
+		{"invalid target variant", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Target-Variant", "-v") }, 400, "InputValidationError", ruleInput},
+		{"invalid invocation path", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Model-Invocation-Path", "/abs") }, 400, "InputValidationError", ruleInput},
+		{"invalid query string", "e", func(o *rawOptions) { o.header.Set("X-Amzn-SageMaker-Model-Query-String", "a=b&c") }, 400, "InputValidationError", ruleInput},
+		{"wrong method", "e", func(o *rawOptions) { o.method = http.MethodPut }, 404, "UnknownOperationException", ruleOperation},
+		{"wrong path", "e", func(o *rawOptions) { o.path = "/endpoints/e/invocations" }, 404, "UnknownOperationException", ruleOperation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,7 +104,7 @@ func TestSessionToken(t *testing.T) {
 	called := make(chan struct{}, 1)
 	s2 := newTestServer(t, handlerCalled(called), func(s *Server) { s.Credentials = creds })
 	rs2 := openRaw(t, s2, "e", func(o *rawOptions) { o.creds = noToken })
-	expectRejection(t, s2, rs2, called, 403, "UnrecognizedClientException", RuleSignature)
+	expectRejection(t, s2, rs2, called, 403, "UnrecognizedClientException", ruleSignature)
 }
 
 // TestVerifySeedKnownAnswer checks the seed verification against the signed
@@ -114,7 +114,7 @@ func TestVerifySeedKnownAnswer(t *testing.T) {
 	s := NewUnstartedServer(nil)
 	s.Credentials = aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}
 	s.Now = func() time.Time { return signed.Add(4 * time.Minute) }
-	s.creds, s.region, s.maxSkew = s.Credentials, Region, DefaultMaxClockSkew
+	s.creds, s.region, s.maxSkew = s.Credentials, defaultRegion, defaultMaxClockSkew
 
 	r := &http.Request{
 		Method: "POST", Proto: "HTTP/2.0", ProtoMajor: 2,
@@ -138,7 +138,7 @@ func TestVerifySeedKnownAnswer(t *testing.T) {
 	}
 
 	r.Header.Set("X-Amz-Date", "20260102T030406Z")
-	if _, v := s.verifySeed(r); v == nil || v.Rule != RuleSignature {
+	if _, v := s.verifySeed(r); v == nil || v.Rule != ruleSignature {
 		t.Fatalf("changed X-Amz-Date: %v", v)
 	}
 	r.Header.Set("X-Amz-Date", "20260102T030405Z")
@@ -190,53 +190,53 @@ func TestMidStreamViolations(t *testing.T) {
 	tests := []struct {
 		name      string
 		send      func(rs *rawStream) // after one good part
-		rule      Rule
+		rule      string
 		errorCode string
 	}{
 		{"tampered chunk signature", func(rs *rawStream) {
-			bad := eventstream.NewSigner(aws.Credentials{SecretAccessKey: "wrong"}, Region, "sagemaker", make([]byte, 32))
+			bad := eventstream.NewSigner(aws.Credentials{SecretAccessKey: "wrong"}, defaultRegion, "sagemaker", make([]byte, 32))
 			b, _ := bad.AppendMessage(nil, rs.part(wire.Part{Bytes: []byte("forged")}))
 			rs.write(b)
-		}, RuleChunkSignature, "InvalidSignatureException"},
-		{"missing end frame", func(rs *rawStream) { rs.pw.Close() }, RuleEndFrame, "InputValidationError"},
+		}, ruleChunkSignature, "InvalidSignatureException"},
+		{"missing end frame", func(rs *rawStream) { rs.pw.Close() }, ruleEndFrame, "InputValidationError"},
 		{"truncated envelope", func(rs *rawStream) {
 			b, _ := rs.signer.AppendMessage(nil, rs.part(wire.Part{Bytes: []byte("cut")}))
 			rs.write(b[:len(b)-3])
 			rs.pw.Close()
-		}, RuleFraming, "InputValidationError"},
-		{"garbage", func(rs *rawStream) { rs.write([]byte("this is not an event stream....")) }, RuleFraming, "InputValidationError"},
+		}, ruleFraming, "InputValidationError"},
+		{"garbage", func(rs *rawStream) { rs.write([]byte("this is not an event stream....")) }, ruleFraming, "InputValidationError"},
 		{"not a PayloadPart", func(rs *rawStream) {
 			rs.sendMessage(&eventstream.Message{Headers: eventstream.Headers{
 				{Name: ":message-type", Value: eventstream.StringValue("event")},
 				{Name: ":event-type", Value: eventstream.StringValue("Other")},
 			}})
-		}, RuleEvent, "InputValidationError"},
-		{"bad DataType", func(rs *rawStream) { rs.sendPart(wire.Part{Bytes: []byte("x"), DataType: []byte("TEXT")}) }, RuleEvent, "InputValidationError"},
+		}, ruleEvent, "InputValidationError"},
+		{"bad DataType", func(rs *rawStream) { rs.sendPart(wire.Part{Bytes: []byte("x"), DataType: []byte("TEXT")}) }, ruleEvent, "InputValidationError"},
 		{"envelope payload not a message", func(rs *rawStream) {
 			b, _ := rs.signer.AppendPayload(nil, []byte("raw bytes, not a message"))
 			rs.write(b)
-		}, RuleEvent, "InputValidationError"},
+		}, ruleEvent, "InputValidationError"},
 		{"empty P", func(rs *rawStream) {
 			m := rs.part(wire.Part{Bytes: []byte("x"), DataType: wire.DataTypeBinary})
 			m.Headers = append(m.Headers, eventstream.Header{Name: wire.PaddingHeader, Value: eventstream.StringValue("")})
 			rs.sendMessage(m)
-		}, RuleEvent, "InputValidationError"},
+		}, ruleEvent, "InputValidationError"},
 		{"empty CompletionState", func(rs *rawStream) {
 			rs.sendMessage(&eventstream.Message{Headers: eventstream.Headers{
 				{Name: wire.CompletionStateHeader, Value: eventstream.StringValue("")},
 				{Name: wire.EventTypeHeader, Value: eventstream.StringValue("PayloadPart")},
 				{Name: wire.MessageTypeHeader, Value: eventstream.StringValue("event")},
 			}, Payload: []byte("x")})
-		}, RuleEvent, "InputValidationError"},
+		}, ruleEvent, "InputValidationError"},
 		{"event after the end frame", func(rs *rawStream) {
 			rs.write(rs.signer.AppendEnd(nil))
 			rs.sendText("late")
-		}, RuleEndFrame, "InputValidationError"},
+		}, ruleEndFrame, "InputValidationError"},
 		{"garbage after the end frame", func(rs *rawStream) {
 			rs.write(rs.signer.AppendEnd(nil))
 			rs.write([]byte("trailing bytes"))
 			rs.pw.Close()
-		}, RuleEndFrame, "InputValidationError"},
+		}, ruleEndFrame, "InputValidationError"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

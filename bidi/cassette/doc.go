@@ -1,7 +1,7 @@
 // Package cassette records bidirectional streaming sessions to files and
 // reads them back, so that a session recorded once against a real
-// endpoint can be replayed in tests (biditest.Replay serves a cassette as
-// the model).
+// endpoint can be replayed in tests (package bidi/biditest/replay serves a
+// cassette as the model).
 //
 // # The format
 //

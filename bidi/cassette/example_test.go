@@ -9,6 +9,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest/replay"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
@@ -54,9 +55,9 @@ func ExampleRecord() {
 	fmt.Println(strings.Join(kinds, " "))
 
 	// In CI: the cassette plays the model.
-	replay := biditest.NewServer(biditest.Replay(c, nil))
-	defer replay.Close()
-	sess, err = replay.Client().Open(ctx, in)
+	replayed := biditest.NewServer(replay.New(c, nil))
+	defer replayed.Close()
+	sess, err = replayed.Client().Open(ctx, in)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -15,23 +15,27 @@ import (
 // RecordOptions configure [Record]. The zero value is ready to use.
 type RecordOptions struct {
 	// MaxMessageSize bounds a message [Recording.Recv] reassembles. 0
-	// means bidi.DefaultMaxMessageSize; set it to the client's
-	// Options.MaxMessageSize when that differs.
+	// means 16 MiB, the default of bidi.Options.MaxMessageSize; set it to
+	// the client's Options.MaxMessageSize when that differs.
 	MaxMessageSize int
 	// MaxPartSize is the client's Options.MaxPartSize: [Recording.Send]
 	// records a larger message as the PARTIAL…COMPLETE parts the session
 	// sends it in, so that a replay matches the parts that travel. 0
-	// means bidi.DefaultMaxPartSize.
+	// means 64 KiB, the default of bidi.Options.MaxPartSize.
 	MaxPartSize int
 	// Padding is the client's Options.Padding: [Recording.Send] and
 	// [Recording.SendPart] record the length of each part's padding (the
 	// "pad" of the cassette, never its bytes) as this policy gives it.
 	// Nil means bidi.BucketPadding, the client's default; set it when the
 	// client's differs.
-	Padding bidi.PaddingPolicy
+	Padding func(payloadLen int) int
 	// Now is the clock of the event times. Nil means time.Now.
 	Now func() time.Time
 }
+
+// maxPadding is the most padding a part's P header holds; the session
+// clamps a policy's answer to it.
+const maxPadding = 1<<15 - 1
 
 // A Recording is a *bidi.Session whose traffic is recorded: the parts
 // sent and received, the response head, the end of input and the
@@ -56,7 +60,7 @@ type Recording struct {
 	start time.Time
 	max   int
 	part  int
-	pad   bidi.PaddingPolicy
+	pad   func(payloadLen int) int
 
 	mu        sync.Mutex // guards the fields below and orders the sink's events
 	responded bool       // a response event was recorded
@@ -83,13 +87,13 @@ func Record(sess *bidi.Session, in *bidi.OpenInput, sink Sink, opts *RecordOptio
 		o.Now = time.Now
 	}
 	if o.MaxMessageSize <= 0 {
-		o.MaxMessageSize = bidi.DefaultMaxMessageSize
+		o.MaxMessageSize = 16 << 20
 	}
 	if o.MaxPartSize <= 0 {
-		o.MaxPartSize = bidi.DefaultMaxPartSize
+		o.MaxPartSize = 64 << 10
 	}
 	if o.Padding == nil {
-		o.Padding = bidi.BucketPadding{}
+		o.Padding = bidi.BucketPadding
 	}
 	r := &Recording{sess: sess, sink: sink, now: o.Now, start: o.Now(), max: o.MaxMessageSize, part: o.MaxPartSize, pad: o.Padding}
 	open := Event{Kind: KindOpen}
@@ -132,7 +136,7 @@ func (r *Recording) emitLocked(e *Event) {
 
 // sent records a part about to be sent.
 func (r *Recording) sent(p bidi.Part) {
-	pad := min(max(r.pad.PadLen(len(p.Data)), 0), bidi.MaxPadding) // as the session clamps it
+	pad := min(max(r.pad(len(p.Data)), 0), maxPadding) // as the session clamps it
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.emitPartLocked(KindSend, p, pad)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest/replay"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
@@ -25,7 +26,7 @@ func fragmenter() biditest.Handler {
 				return
 			}
 			if string(m.Data) == "fail" {
-				st.SendModelStreamError("1011", "boom")
+				st.SendException("ModelStreamError", []byte(`{"Message":"boom","ErrorCode":"1011"}`))
 				return
 			}
 			d, n := m.Data, 3
@@ -109,8 +110,8 @@ func TestRecordReplaysTheSession(t *testing.T) {
 		t.Errorf("last event %+v", last)
 	}
 
-	replay, r := biditest.NewReplayServer(t, c, &biditest.ReplayOptions{TimeScale: -1})
-	sess, err = replay.Client().Open(ctx, in)
+	rsrv, r := replay.NewServer(t, c, &replay.Options{TimeScale: -1})
+	sess, err = rsrv.Client().Open(ctx, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestRecordReplaysTheSession(t *testing.T) {
 	if gotErr.Error() != wantErr.Error() {
 		t.Errorf("replay ended with %v, recording with %v", gotErr, wantErr)
 	}
-	replay.Close()
+	rsrv.Close()
 	if err := r.Err(); err != nil {
 		t.Error(err)
 	}
@@ -173,11 +174,11 @@ func TestRecordPadding(t *testing.T) {
 	msgs := []bidi.Message{bidi.Text(""), bidi.Text("hello"), bidi.Binary(make([]byte, 1500)), bidi.Text(string(bytes.Repeat([]byte("x"), 20000)))}
 	for _, tc := range []struct {
 		name   string
-		policy bidi.PaddingPolicy // the client's and the recording's; nil: the defaults
+		policy func(payloadLen int) int // the client's and the recording's; nil: the defaults
 	}{
 		{"default", nil},
-		{"fixed-100", bidi.FixedBucket(100)},
-		{"none", bidi.NoPadding{}},
+		{"fixed-100", func(n int) int { return (n/100+1)*100 - n }},
+		{"none", func(int) int { return 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := biditest.NewServer(biditest.Echo())

@@ -367,7 +367,7 @@ func (c *call) recvModel() (handed bool) {
 	for {
 		m, err := c.model.Recv(c.ctx)
 		if err != nil {
-			if errors.Is(err, bidi.ErrMessageTooLarge) {
+			if errors.As(err, new(*bidi.MessageTooLargeError)) {
 				c.obs.dropped(false, 1)
 				continue
 			}

@@ -50,8 +50,8 @@ const (
 //
 // Behind a [bidi.RotatingSession] (the default), a stream that fails
 // mid-way is replaced without the client noticing; the client sees its
-// error only once reconnects are exhausted, as a [*bidi.ReconnectError],
-// which is mapped by the error it wraps. The relay's own limits close
+// error only once reconnects are exhausted, wrapping the last failure,
+// and it is mapped by that failure. The relay's own limits close
 // with codes of their own (see the package documentation).
 func CloseFor(err error) (websocket.StatusCode, string) {
 	var (

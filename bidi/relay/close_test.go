@@ -30,7 +30,7 @@ func TestCloseFor(t *testing.T) {
 		{&bidi.ModelStreamError{ErrorCode_: "1006", Message: "gone"}, 1014, "ModelStreamError: gone", 500},
 		{&bidi.ModelStreamError{ErrorCode_: "ModelInvocationTimeExceeded", Message: "slow"}, 1014, "ModelStreamError: slow", 500},
 		{&bidi.InternalStreamFailure{Message: "cap"}, 1012, "InternalStreamFailure: cap", 500},
-		{&bidi.ReconnectError{Reconnects: 3, Err: &bidi.InternalStreamFailure{Message: "x"}}, 1012, "InternalStreamFailure: x", 500},
+		{fmt.Errorf("bidi: stream ended and was not replaced after 3 reconnect(s): %w", &bidi.InternalStreamFailure{Message: "x"}), 1012, "InternalStreamFailure: x", 500},
 		{&bidi.ResponseError{StatusCode: 424, Code: "ModelError", Message: "m", Body: []byte("SECRET"), Err: &bidi.ModelError{Message: "m", OriginalMessage: "SECRET"}}, 1014, "424 ModelError: m", 502},
 		{&bidi.ResponseError{StatusCode: 503, Code: "ServiceUnavailableError", Message: "s"}, 1013, "503 ServiceUnavailableError: s", 503},
 		{&bidi.ResponseError{StatusCode: 400, Code: "ThrottlingException", Message: "t"}, 1013, "400 ThrottlingException: t", 503},

@@ -19,8 +19,9 @@ const (
 	ObservabilityScope = "github.com/sagemaker-bidi/sagemaker-bidi/bidi/relay"
 
 	// SpanName is the span of one relayed call, from the request to the
-	// connection's end. The model session's own span (bidi.SpanName) is
-	// its child.
+	// connection's end. The model session's own span
+	// ("SageMaker Runtime HTTP2.InvokeEndpointWithBidirectionalStream",
+	// see bidi.Options.TracerProvider) is its child.
 	SpanName = "sagemaker_bidi.relay.Call"
 
 	// MetricPrefix prefixes the relay's metrics.

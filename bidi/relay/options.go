@@ -43,7 +43,7 @@ const (
 
 	// DefaultFinishQuiet is how long the model must have been quiet before
 	// its input ends, when a call ends gracefully (see Finisher).
-	DefaultFinishQuiet = bidi.DefaultFinishQuiet
+	DefaultFinishQuiet = 2 * time.Second
 
 	// DefaultFinishTimeout bounds a graceful end: the model's last replies
 	// and the WebSocket close handshake.

@@ -227,7 +227,7 @@ func TestModelEndCloseCode(t *testing.T) {
 			return
 		}
 		st.Send(m)
-		st.SendModelStreamError("1011", "the model fell over")
+		st.SendException("ModelStreamError", []byte(`{"Message":"the model fell over","ErrorCode":"1011"}`))
 	})
 	// A plain session: a RotatingSession would reconnect instead.
 	e := newEnv(t, model, nil, nil, plainSessions)

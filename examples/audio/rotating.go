@@ -124,6 +124,6 @@ func rotating(ctx context.Context, client *bidi.Client, pcm []byte, o *options, 
 	}
 	chunk := o.sampleRate * 2 * o.chunkMS / 1000
 	fmt.Fprintf(l.out, "\n%d chunks sent on %d streams; %d partial results on the call's timeline, up to %.3fs; %d answers to replayed audio dropped\n",
-		(len(pcm)+chunk-1)/chunk, rs.Generation(), t.partials, float64(t.lastMS)/1000, t.dropped)
+		(len(pcm)+chunk-1)/chunk, rs.RecvGeneration(), t.partials, float64(t.lastMS)/1000, t.dropped)
 	return nil
 }

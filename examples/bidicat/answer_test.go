@@ -112,7 +112,7 @@ func TestAnswerCutMidStream(t *testing.T) {
 	step := make(chan struct{})
 	close(step)
 	_, flags := server(t, stepModel(step, func(st *biditest.Stream) {
-		st.SendModelStreamError("1011", "Model container closed the WebSocket connection")
+		st.SendException("ModelStreamError", []byte(`{"Message":"Model container closed the WebSocket connection","ErrorCode":"1011"}`))
 	}))
 	args := append(flags, "-endpoint", "e", "-o", "answer")
 	r := runCat(t, cleanEnv(t), chatRequest("hi")+"\n", args...)

@@ -227,7 +227,7 @@ func TestMidStreamError(t *testing.T) {
 			return
 		}
 		st.Send(bidi.Text("partial answer to " + string(m.Data)))
-		st.SendModelStreamError("ModelInvocationTimeExceeded", "the model took too long")
+		st.SendException("ModelStreamError", []byte(`{"Message":"the model took too long","ErrorCode":"ModelInvocationTimeExceeded"}`))
 	}))
 	r := runCat(t, cleanEnv(t), "hello\n", append(flags, "-endpoint", "e", "-nl")...)
 	r.wantCode(t, exitStream)

@@ -37,14 +37,13 @@ func (c *cat) classify(err error, interrupted bool) (int, string) {
 	var (
 		ue  *usageError
 		ive *bidi.InputValidationError
-		ee  *bidi.EndpointError
 		re  *bidi.ResponseError
 		le  *localError
 	)
 	switch {
 	case interrupted:
 		return exitInterrupted, "interrupted"
-	case errors.As(err, &ue), errors.As(err, &ee), errors.As(err, &ive) && ive.Field != "", errors.Is(err, bidi.ErrNoRegion):
+	case errors.As(err, &ue), errors.Is(err, bidi.ErrInvalidConfig), errors.As(err, &ive) && ive.Field != "":
 		return exitUsage, "usage"
 	case errors.As(err, &re):
 		return exitHTTP, "http"
@@ -66,9 +65,8 @@ func midStream(err error) bool {
 		mse *bidi.ModelStreamError
 		isf *bidi.InternalStreamFailure
 		se  *bidi.ExceptionError
-		sie *bidi.SendInterruptedError
 	)
-	return errors.As(err, &mse) || errors.As(err, &isf) || errors.As(err, &se) || errors.As(err, &sie) ||
+	return errors.As(err, &mse) || errors.As(err, &isf) || errors.As(err, &se) || errors.Is(err, bidi.ErrSendInterrupted) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, bidi.ErrMalformedResponse) || errors.Is(err, bidi.ErrDeadPeer) ||
 		errors.Is(err, bidi.ErrStreamEnded)
 }

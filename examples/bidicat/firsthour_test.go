@@ -80,7 +80,7 @@ func TestJSONEndsWithSummary(t *testing.T) {
 // HTTP/2 without TLS (as the gateway does with -h2c): a connection error
 // that says to use http://.
 func TestHTTPSToH2C(t *testing.T) {
-	srv := biditest.NewUnstartedServer(biditest.Echo())
+	srv := newServer(biditest.Echo())
 	srv.H2C = true
 	srv.Start()
 	t.Cleanup(srv.Close)

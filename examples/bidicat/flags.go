@@ -83,7 +83,7 @@ func newFlagSet(o *options, dataType *string, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.chunk, "chunk", defaultChunk, "with -binary, `bytes` per message, e.g. -chunk 6400")
 	fs.Float64Var(&o.rate, "rate", 0, "with -binary, send at most this many `bytes` per second (0: no pacing), e.g. -rate 32000 (16 kHz 16-bit mono)")
 	fs.StringVar(dataType, "type", "utf8", "data `type` of lines and -file messages, utf8 or binary, e.g. -type binary")
-	fs.IntVar(&o.partSize, "part-size", bidi.DefaultMaxPartSize, "largest part in `bytes`; longer messages go as PARTIAL…COMPLETE parts, e.g. -part-size 1024")
+	fs.IntVar(&o.partSize, "part-size", 64<<10, "largest part in `bytes`; longer messages go as PARTIAL…COMPLETE parts, e.g. -part-size 1024")
 
 	fs.StringVar(&o.mode, "o", modeRaw, "output `mode`: raw (message bytes), events (decoded SSE or JSON Lines events) or answer (answers printed as they stream, "+
 		"rebuilt by package schema; a complete answer ends the -linger wait), e.g. -o answer")
@@ -220,8 +220,8 @@ func (o *options) check(set map[string]bool) error {
 		return usagef("-chunk %d: want a positive number of bytes", o.chunk)
 	case o.rate < 0:
 		return usagef("-rate %g: want a positive rate, or 0 for none", o.rate)
-	case o.partSize <= 0 || o.partSize > bidi.MaxPartSizeLimit:
-		return usagef("-part-size %d: want 1 to %d bytes", o.partSize, bidi.MaxPartSizeLimit)
+	case o.partSize <= 0 || o.partSize > 16<<20: // bidi's largest Options.MaxPartSize
+		return usagef("-part-size %d: want 1 to %d bytes", o.partSize, 16<<20)
 	case o.parts && (!o.json || o.mode != modeRaw):
 		return usagef("-parts applies to -json -o raw only")
 	case o.newline && o.mode != modeRaw:

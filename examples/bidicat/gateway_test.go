@@ -7,9 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/container/model"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/gateway/bridge"
 )
@@ -23,8 +20,8 @@ func gateway(t *testing.T) []string {
 	t.Cleanup(container.Close)
 	g, err := bridge.Start(bridge.Config{
 		Options:     bridge.Options{Container: "ws://" + container.Listener.Addr().String()},
-		Credentials: aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey},
-		Region:      biditest.Region,
+		Credentials: testCredentials,
+		Region:      testRegion,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/testexit"
 )
@@ -54,7 +56,23 @@ type result struct {
 	elapsed        time.Duration
 }
 
-// cleanEnv returns an environment with biditest's credentials and region,
+// The credentials and region of the servers these tests start (see
+// newServer) and of the binary's environment (cleanEnv).
+var (
+	testCredentials = aws.Credentials{AccessKeyID: "AKIDBIDICATTEST", SecretAccessKey: "bidicat-test-secret-0000"}
+	testRegion      = "us-west-2"
+)
+
+// newServer returns an unstarted biditest server running h that accepts
+// testCredentials in testRegion.
+func newServer(h biditest.Handler) *biditest.Server {
+	srv := biditest.NewUnstartedServer(h)
+	srv.Credentials = testCredentials
+	srv.Region = testRegion
+	return srv
+}
+
+// cleanEnv returns an environment with testCredentials and testRegion,
 // no shared config files, no instance metadata, and nothing inherited but
 // PATH: the binary must not find the developer's AWS settings.
 func cleanEnv(t *testing.T) []string {
@@ -70,9 +88,9 @@ func cleanEnv(t *testing.T) []string {
 	return []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + dir,
-		"AWS_ACCESS_KEY_ID=" + biditest.AccessKeyID,
-		"AWS_SECRET_ACCESS_KEY=" + biditest.SecretAccessKey,
-		"AWS_REGION=" + biditest.Region,
+		"AWS_ACCESS_KEY_ID=" + testCredentials.AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY=" + testCredentials.SecretAccessKey,
+		"AWS_REGION=" + testRegion,
 		"AWS_EC2_METADATA_DISABLED=true",
 		"AWS_CONFIG_FILE=" + empty("config"),
 		"AWS_SHARED_CREDENTIALS_FILE=" + empty("credentials"),
@@ -167,7 +185,8 @@ func ofType(objs []map[string]any, typ string) []map[string]any {
 // server's certificate written to a PEM file.
 func server(t *testing.T, h biditest.Handler) (*biditest.Server, []string) {
 	t.Helper()
-	srv := biditest.NewServer(h)
+	srv := newServer(h)
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv, serverFlags(t, srv)
 }

@@ -58,7 +58,7 @@ func TestInputCutByService(t *testing.T) {
 // limit: biditest's echo model ends the stream with the ModelStreamError
 // 1009 a WebSocket container causes, and bidicat reports it.
 func TestInputTooLargeForModel(t *testing.T) {
-	srv := biditest.NewUnstartedServer(biditest.Echo())
+	srv := newServer(biditest.Echo())
 	srv.MaxRecvMessageSize = 64 << 10
 	srv.Start()
 	t.Cleanup(srv.Close)

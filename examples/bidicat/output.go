@@ -12,9 +12,9 @@ import (
 	"github.com/sagemaker-bidi/sagemaker-bidi/schema/framing"
 )
 
-// maxJSONMessage bounds a message reassembled for -json output; past it
-// use -parts.
-const maxJSONMessage = bidi.DefaultMaxMessageSize
+// maxJSONMessage bounds a message reassembled for -json output (16 MiB,
+// bidi's default Options.MaxMessageSize); past it use -parts.
+const maxJSONMessage = 16 << 20
 
 // maxHead bounds the bytes kept to check that the model's output is an
 // event stream (see output.checkLive).

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest/replay"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
@@ -36,13 +36,13 @@ func TestRecord(t *testing.T) {
 		t.Fatalf("recorder %q, events %q", c.Header.Recorder, got)
 	}
 	raw, _ := os.ReadFile(file)
-	for _, secret := range []string{biditest.SecretAccessKey, "Authorization", "Signature="} {
+	for _, secret := range []string{testCredentials.SecretAccessKey, "Authorization", "Signature="} {
 		if strings.Contains(string(raw), secret) {
 			t.Errorf("the cassette holds %q", secret)
 		}
 	}
 
-	_, flags := server(t, biditest.Replay(c, &biditest.ReplayOptions{TimeScale: -1}))
+	_, flags := server(t, replay.New(c, &replay.Options{TimeScale: -1}))
 	rr := runCat(t, cleanEnv(t), in, append(flags, "-endpoint", "e", "-nl")...)
 	rr.wantCode(t, exitOK)
 	if rr.stdout != r.stdout {

@@ -210,7 +210,7 @@ func (c *cat) receive(ctx context.Context, sess session) error {
 		switch {
 		case err == io.EOF:
 			return c.out.end()
-		case errors.Is(err, bidi.ErrMessageTooLarge):
+		case errors.As(err, new(*bidi.MessageTooLargeError)):
 			// The part was dropped; the stream goes on.
 			if err := c.out.problem("receive", err); err != nil {
 				return err

@@ -75,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := o.conn.Check(); err != nil {
 		return nil, err
 	}
-	if o.sessions < 1 || o.messages < 1 || o.size < 32 || o.size > bidi.DefaultMaxMessageSize {
+	if o.sessions < 1 || o.messages < 1 || o.size < 32 || o.size > 16<<20 { // bidi's default Options.MaxMessageSize
 		return nil, errors.New("-sessions and -messages must be positive, -size 32 bytes to 16 MiB")
 	}
 	return o, nil
@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	srv := o.conn.LocalServer(biditest.DemoModel(nil)) // echoes text
 	if srv != nil {
 		defer srv.Close()
-		fmt.Fprintf(stdout, "in-process server at %s (at most %d streams per connection)\n", srv.URL, biditest.DefaultMaxConcurrentStreams)
+		fmt.Fprintf(stdout, "in-process server at %s (at most %d streams per connection)\n", srv.URL, srv.MaxConcurrentStreams)
 	}
 	client, err := newClient(ctx, o, srv, &dials)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest/replay"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/container/model"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/clitest"
@@ -299,7 +299,7 @@ func TestRecordReplayInspect(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			var worst, early time.Duration
 			for attempt := range 5 { // a loaded machine can stall one replay
-				srv, rp := biditest.NewReplayServer(t, c, nil)
+				srv, rp := replay.NewServer(t, c, nil)
 				p := play(t, srv.Client(func(o *bidi.Options) { o.PaddingSource = zeros{} }), s)
 				msgs, end, got := p.msgs, p.end, p.client
 				srv.Close()

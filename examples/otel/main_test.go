@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -41,7 +43,7 @@ func TestRun(t *testing.T) {
 	n := len(payload)
 	for _, want := range []string{
 		fmt.Sprintf("sent 4 messages (%d bytes), received 4 replies (%d bytes); the stream ended cleanly", 4*n, 4*n),
-		fmt.Sprintf("span %q (kind client, status Ok), child of %q", bidi.SpanName, "handle-call"),
+		fmt.Sprintf("span %q (kind client, status Ok), child of %q", "SageMaker Runtime HTTP2.InvokeEndpointWithBidirectionalStream", "handle-call"),
 		"  event response {http.status_code=200}\n  event first_event\n",
 		`rpc.service="SageMaker Runtime HTTP2" and rpc.method="InvokeEndpointWithBidirectionalStream"`,
 	} {
@@ -77,12 +79,18 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// testCredentials are those of the servers session starts, so that
+// checkNoLeak knows the secret to look for.
+var testCredentials = aws.Credentials{AccessKeyID: "AKIDOTELTEST", SecretAccessKey: "otel-test-secret-0000"}
+
 // session runs converse against an in-process server running h and
 // returns what OpenTelemetry recorded, and converse's error.
 func session(t *testing.T, h biditest.Handler, messages int) (*report, stats, error) {
 	t.Helper()
 	ctx := testCtx(t)
-	srv := biditest.NewServer(h)
+	srv := biditest.NewUnstartedServer(h)
+	srv.Credentials = testCredentials
+	srv.Start()
 	t.Cleanup(srv.Close)
 	tel := newTelemetry()
 	t.Cleanup(tel.shutdown)
@@ -120,7 +128,7 @@ func int64Sums(r *report) map[string]int64 {
 		if s, ok := m.Data.(metricdata.Sum[int64]); ok {
 			for _, p := range s.DataPoints {
 				key := m.Name
-				if v, ok := p.Attributes.Value(bidi.AttrEndReason); ok {
+				if v, ok := p.Attributes.Value("end_reason"); ok {
 					key += "{" + v.AsString() + "}"
 				}
 				sums[key] += p.Value
@@ -156,7 +164,7 @@ func checkNoLeak(t *testing.T, r *report) {
 	}
 	for _, kv := range all {
 		s := string(kv.Key) + "=" + kv.Value.String()
-		if strings.Contains(s, payload) || strings.Contains(s, biditest.SecretAccessKey) || strings.Contains(s, "Signature") {
+		if strings.Contains(s, payload) || strings.Contains(s, testCredentials.SecretAccessKey) || strings.Contains(s, "Signature") {
 			t.Errorf("attribute leaks content: %s", s)
 		}
 	}
@@ -176,34 +184,34 @@ func TestTelemetry(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	s := r.session
-	if s.Name != bidi.SpanName || s.SpanKind != trace.SpanKindClient || s.Status.Code != codes.Ok || r.parent != appSpanName {
+	if s.Name != "SageMaker Runtime HTTP2.InvokeEndpointWithBidirectionalStream" || s.SpanKind != trace.SpanKindClient || s.Status.Code != codes.Ok || r.parent != appSpanName {
 		t.Errorf("span %q kind %v status %v parent %q", s.Name, s.SpanKind, s.Status.Code, r.parent)
 	}
-	if s.InstrumentationScope.Name != bidi.ObservabilityScope {
+	if s.InstrumentationScope.Name != "github.com/sagemaker-bidi/sagemaker-bidi/bidi" {
 		t.Errorf("span scope %q", s.InstrumentationScope.Name)
 	}
 	if s.EndTime.IsZero() {
 		t.Error("span not ended")
 	}
 	a := attrMap(s.Attributes)
-	if a[bidi.AttrEndReason] != attribute.StringValue(bidi.EndCompleted) ||
-		a[bidi.AttrStatusCode] != attribute.IntValue(200) || // an int stays an int
-		a[bidi.AttrEndpoint] != attribute.StringValue("demo-endpoint") ||
-		a[bidi.AttrService] != attribute.StringValue(bidi.ServiceID) {
+	if a["end_reason"] != attribute.StringValue("completed") ||
+		a["http.status_code"] != attribute.IntValue(200) || // an int stays an int
+		a["aws.sagemaker.endpoint_name"] != attribute.StringValue("demo-endpoint") ||
+		a["rpc.service"] != attribute.StringValue("SageMaker Runtime HTTP2") {
 		t.Errorf("span attributes %v", s.Attributes)
 	}
 	var events []string
 	for _, e := range s.Events {
 		events = append(events, e.Name)
 	}
-	if strings.Join(events, ",") != bidi.EventResponse+","+bidi.EventFirstEvent {
+	if strings.Join(events, ",") != "response,first_event" {
 		t.Errorf("events %v", events)
 	}
-	if ev := attrMap(s.Events[0].Attributes); ev[bidi.AttrStatusCode] != attribute.IntValue(200) {
+	if ev := attrMap(s.Events[0].Attributes); ev["http.status_code"] != attribute.IntValue(200) {
 		t.Errorf("response event attributes %v", s.Events[0].Attributes)
 	}
 
-	p := bidi.StreamMetricPrefix
+	p := "sagemaker_bidi.stream."
 	sums := int64Sums(r)
 	n := int64(len(payload))
 	for key, want := range map[string]int64{
@@ -243,7 +251,8 @@ func failingModel() biditest.Handler {
 		if _, err := st.Recv(); err != nil {
 			return
 		}
-		_ = st.SendModelStreamError("1011", "the model choked on "+payload)
+		body, _ := json.Marshal(map[string]string{"Message": "the model choked on " + payload, "ErrorCode": "1011"})
+		_ = st.SendException("ModelStreamError", body)
 	})
 }
 
@@ -262,10 +271,10 @@ func TestTelemetryStreamError(t *testing.T) {
 		t.Errorf("status %v, want Error", r.session.Status.Code)
 	}
 	a := attrMap(r.session.Attributes)
-	if a[bidi.AttrEndReason] != attribute.StringValue(bidi.EndStreamError) || a[bidi.AttrErrorType].AsString() == "" {
+	if a["end_reason"] != attribute.StringValue("stream_error") || a["error.type"].AsString() == "" {
 		t.Errorf("span attributes %v", r.session.Attributes)
 	}
-	if sums := int64Sums(r); sums[bidi.StreamMetricPrefix+"ends{"+bidi.EndStreamError+"}"] != 1 || sums[bidi.StreamMetricPrefix+"events_sent"] != 2 {
+	if sums := int64Sums(r); sums["sagemaker_bidi.stream.ends{stream_error}"] != 1 || sums["sagemaker_bidi.stream.events_sent"] != 2 {
 		t.Errorf("sums %v", sums)
 	}
 	checkNoLeak(t, r)

@@ -16,8 +16,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 )
 
 // appSpanName is the name of the application's span, the parent of the
@@ -43,7 +41,7 @@ func newTelemetry() *telemetry {
 	t := &telemetry{
 		spans:   tracetest.NewInMemoryExporter(),
 		reader:  sdkmetric.NewManualReader(),
-		watcher: &spanWatcher{name: bidi.SpanName, ended: make(chan struct{})},
+		watcher: &spanWatcher{name: "SageMaker Runtime HTTP2.InvokeEndpointWithBidirectionalStream", ended: make(chan struct{})},
 	}
 	t.tracerProvider = sdktrace.NewTracerProvider(
 		sdktrace.WithSyncer(t.spans), // export each span as it ends
@@ -115,13 +113,13 @@ func (t *telemetry) collect(ctx context.Context) (*report, error) {
 	var r report
 	found := 0
 	for _, s := range spans {
-		if s.Name == bidi.SpanName {
+		if s.Name == "SageMaker Runtime HTTP2.InvokeEndpointWithBidirectionalStream" {
 			r.session = s
 			found++
 		}
 	}
 	if found != 1 {
-		return nil, fmt.Errorf("%d spans named %q, want 1", found, bidi.SpanName)
+		return nil, fmt.Errorf("%d spans named %q, want 1", found, "SageMaker Runtime HTTP2.InvokeEndpointWithBidirectionalStream")
 	}
 	for _, s := range spans {
 		if r.session.Parent.IsValid() && s.SpanContext.SpanID() == r.session.Parent.SpanID() {
@@ -133,7 +131,7 @@ func (t *telemetry) collect(ctx context.Context) (*report, error) {
 		return nil, err
 	}
 	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name == bidi.ObservabilityScope {
+		if sm.Scope.Name == "github.com/sagemaker-bidi/sagemaker-bidi/bidi" {
 			r.metrics = append(r.metrics, sm.Metrics...)
 		}
 	}
@@ -142,7 +140,7 @@ func (t *telemetry) collect(ctx context.Context) (*report, error) {
 }
 
 // common are the attributes of every data point, printed once.
-var common = []attribute.Key{bidi.AttrService, bidi.AttrMethod}
+var common = []attribute.Key{"rpc.service", "rpc.method"}
 
 // print writes the span and the metrics; only durations vary between runs.
 func (r *report) print(w io.Writer) {
@@ -164,7 +162,7 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "  event %s\n", strings.TrimSpace(e.Name+" "+braces(e.Attributes, nil)))
 	}
 
-	fmt.Fprintf(w, "\nmetrics of scope %s\n(each data point also has %s):\n", bidi.ObservabilityScope, commonText(r.metrics))
+	fmt.Fprintf(w, "\nmetrics of scope %s\n(each data point also has %s):\n", "github.com/sagemaker-bidi/sagemaker-bidi/bidi", commonText(r.metrics))
 	for _, m := range r.metrics {
 		for _, line := range points(m) {
 			fmt.Fprintf(w, "  %-52s %s\n", line[0], line[1])

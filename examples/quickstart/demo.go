@@ -201,7 +201,7 @@ func (d *demo) audio(ctx context.Context, size, maxPart int) error {
 		pcm[i] = byte(i * 7)
 	}
 	limit := fmt.Sprintf("%d bytes", maxPart)
-	if maxPart == bidi.DefaultMaxPartSize {
+	if maxPart == 64<<10 {
 		limit += " (Options.MaxPartSize, 64 KiB by default)"
 	}
 	fmt.Fprintf(d.out, "\n> %d bytes of binary audio: Send splits it into %d PARTIAL…COMPLETE parts of at most %s\n",

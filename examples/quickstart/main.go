@@ -62,9 +62,9 @@ Example: quickstart -endpoint my-endpoint -region us-west-2
 	o.conn.Register(fs, "; empty runs the local demo server")
 	// The defaults show fragmentation as the client does it by default:
 	// 5 s of 16 kHz 16-bit mono audio (160000 bytes) in parts of at most
-	// bidi.DefaultMaxPartSize (64 KiB), the Options.MaxPartSize default.
+	// 64 KiB, the Options.MaxPartSize default.
 	fs.IntVar(&o.audioBytes, "audio-bytes", 160000, "`size` of the binary message sent in the demo (0 skips it), e.g. -audio-bytes 32000")
-	fs.IntVar(&o.maxPart, "max-part", bidi.DefaultMaxPartSize, "largest part `size` in bytes (Options.MaxPartSize); larger messages are fragmented, e.g. -max-part 4096")
+	fs.IntVar(&o.maxPart, "max-part", 64<<10, "largest part `size` in bytes (Options.MaxPartSize); larger messages are fragmented, e.g. -max-part 4096")
 	fs.StringVar(&o.prompts[0], "prompt", o.prompts[0], "first chat `prompt`, e.g. -prompt 'What is SageMaker?'")
 	return fs, o
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/container/model"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/gateway/bridge"
 )
@@ -22,10 +21,12 @@ import (
 func TestNodeThroughGatewayAndContainer(t *testing.T) {
 	container := httptest.NewServer(model.NewHandler(model.Options{}))
 	t.Cleanup(container.Close)
+	creds := aws.Credentials{AccessKeyID: "AKIDGATEWAYTEST", SecretAccessKey: "gateway-test-secret-0000"}
+	const region = "us-west-2"
 	g, err := bridge.Start(bridge.Config{
 		Options:     bridge.Options{Container: "ws://" + container.Listener.Addr().String()},
-		Credentials: aws.Credentials{AccessKeyID: biditest.AccessKeyID, SecretAccessKey: biditest.SecretAccessKey},
-		Region:      biditest.Region,
+		Credentials: creds,
+		Region:      region,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -36,13 +37,13 @@ func TestNodeThroughGatewayAndContainer(t *testing.T) {
 	if err := os.WriteFile(cert, g.CertificatePEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("AWS_ACCESS_KEY_ID", biditest.AccessKeyID)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", biditest.SecretAccessKey)
+	t.Setenv("AWS_ACCESS_KEY_ID", creds.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", creds.SecretAccessKey)
 	t.Setenv("AWS_CA_BUNDLE", cert)
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "none"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
 	t.Setenv("AWS_PROFILE", "")
-	addr := startServer(t, "-endpoint", "demo", "-endpoint-url", g.URL(), "-region", biditest.Region,
+	addr := startServer(t, "-endpoint", "demo", "-endpoint-url", g.URL(), "-region", region,
 		"-query", "mode=echo", "-queue-bytes", "4194304")
 	r := runNodeClient(t, "ws://"+addr+"/ws", 100)
 	if r.Error != "" || r.Sent != 100 || r.Received != 100 || r.Mismatch != -1 || r.Code != 1000 {

@@ -91,7 +91,7 @@ func openForeign(t *testing.T, g *testGateway, extra map[string]string) *foreign
 		signer: v4.NewStreamSigner(aws.Credentials{AccessKeyID: testAccessKey, SecretAccessKey: testSecretKey}, "sagemaker", testRegion, seed),
 	}
 	go func() {
-		resp, err := g.Server().HTTPClient().Do(req)
+		resp, err := g.Server().AWSConfig().HTTPClient.Do(req)
 		if err != nil {
 			fs.errc <- err
 			return

@@ -54,10 +54,6 @@ type Config struct {
 	// us-west-2.
 	Region string
 
-	// ViolationPollInterval is how often rejected requests are logged.
-	// 0 means 200 ms.
-	ViolationPollInterval time.Duration
-
 	// MaxStreamAge is the connection cap: a stream older than this is
 	// ended as SageMaker ends a connection at its cap (about 30 minutes,
 	// as users report; the service documents neither the value nor the
@@ -128,8 +124,6 @@ type Gateway struct {
 	ln      *watchedListener
 	vlog    logthrottle.Throttle // of the violation lines
 
-	stop      chan struct{}
-	done      chan struct{}
 	closeOnce sync.Once
 }
 
@@ -151,7 +145,7 @@ func start(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{handler: h, log: h.log, stop: make(chan struct{}), done: make(chan struct{})}
+	g := &Gateway{handler: h, log: h.log}
 	srv := biditest.NewUnstartedServer(biditest.HandlerFunc(func(st *biditest.Stream) {
 		defer g.srv.ForgetStream(st)
 		h.ServeBidi(st)
@@ -192,14 +186,9 @@ func start(cfg Config) (*Gateway, error) {
 	}
 	h.maxStreamAge = srv.MaxStreamAge
 	srv.ErrorLog = log.New(&logWriter{log: h.log}, "", 0)
+	srv.OnViolation = g.logViolation
 	g.srv = srv
 	srv.Start()
-
-	interval := cfg.ViolationPollInterval
-	if interval <= 0 {
-		interval = 200 * time.Millisecond
-	}
-	go g.logViolations(interval)
 	return g, nil
 }
 
@@ -241,8 +230,7 @@ func (g *Gateway) URL() string { return g.srv.URL }
 // Handler returns the gateway's handler.
 func (g *Gateway) Handler() *Handler { return g.handler }
 
-// Server returns the underlying test server, for its HTTPClient and
-// AWSConfig helpers.
+// Server returns the underlying test server, for its AWSConfig helper.
 func (g *Gateway) Server() *biditest.Server { return g.srv }
 
 // Certificate returns the certificate the gateway presents, or nil in
@@ -269,8 +257,6 @@ func (g *Gateway) Close() {
 		g.srv.Close()
 		g.handler.Wait()
 		g.handler.Close()
-		close(g.stop)
-		<-g.done
 	})
 }
 
@@ -298,37 +284,18 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// logViolations logs the requests the server rejected, until Close.
-func (g *Gateway) logViolations(interval time.Duration) {
-	defer close(g.done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-g.stop:
-		}
-		for _, err := range g.srv.TakeViolations() {
-			var v *biditest.Violation
-			if !errors.As(err, &v) {
-				continue
-			}
-			ok, suppressed := g.vlog.Allow(string(v.Rule)+" "+v.ErrorType(), time.Now())
-			if !ok {
-				continue
-			}
-			attrs := []any{"rule", v.Rule, "status", v.StatusCode(), "error_type", v.ErrorType(), "reason", v.Message}
-			if suppressed > 0 {
-				attrs = append(attrs, "similar_suppressed", suppressed)
-			}
-			g.log.Warn("request rejected", attrs...)
-		}
-		select {
-		case <-g.stop:
-			return
-		default:
-		}
+// logViolation logs a request the server rejected (a few lines per kind
+// and interval at most); the server calls it as it rejects one.
+func (g *Gateway) logViolation(v *biditest.Violation) {
+	ok, suppressed := g.vlog.Allow(v.Rule+" "+v.ErrorType, time.Now())
+	if !ok {
+		return
 	}
+	attrs := []any{"rule", v.Rule, "status", v.StatusCode, "error_type", v.ErrorType, "reason", v.Message}
+	if suppressed > 0 {
+		attrs = append(attrs, "similar_suppressed", suppressed)
+	}
+	g.log.Warn("request rejected", attrs...)
 }
 
 // logWriter sends the server's error lines (TLS handshake failures, for

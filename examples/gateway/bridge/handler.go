@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/gateway/internal/wsframe"
 )
@@ -155,11 +155,11 @@ func (h *Handler) ServeBidi(st *biditest.Stream) {
 	switch {
 	case o.clean || s.clientGone.Load():
 	case o.internal:
-		if err := st.SendInternalStreamFailure(o.message); err != nil {
+		if err := st.SendException("InternalStreamFailure", exceptionBody(o.message, "")); err != nil {
 			log.Info("could not send the InternalStreamFailure: client gone", "err", err)
 		}
 	default:
-		if err := st.SendModelStreamError(o.errorCode(), o.message); err != nil {
+		if err := st.SendException("ModelStreamError", exceptionBody(o.message, o.errorCode())); err != nil {
 			log.Info("could not send the ModelStreamError: client gone", "err", err)
 		}
 	}
@@ -247,10 +247,21 @@ func (h *Handler) dial(ctx context.Context, path, query string) (*wsframe.Conn, 
 	defer cancel()
 	conn, err := wsframe.Dial(dctx, u.String(), &wsframe.DialOptions{
 		MaxFrameSize: int64(h.opts.MaxFrameSize),
-		UserAgent:    "sagemaker-bidi-gateway/" + bidi.Version,
+		UserAgent:    "sagemaker-bidi-gateway",
 	})
 	if err != nil && ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded) {
 		err = &AcceptTimeoutError{Timeout: h.opts.DialTimeout, Err: err}
 	}
 	return conn, err
+}
+
+// exceptionBody is the JSON body of the modeled mid-stream exceptions,
+// {"Message": message, "ErrorCode": errorCode}, in the model's member
+// order, ErrorCode left out when empty.
+func exceptionBody(message, errorCode string) []byte {
+	b, _ := json.Marshal(struct {
+		Message   string `json:"Message"`
+		ErrorCode string `json:"ErrorCode,omitempty"`
+	}{message, errorCode})
+	return b
 }

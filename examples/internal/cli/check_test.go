@@ -83,8 +83,7 @@ func TestCheck(t *testing.T) {
 		// The SDK agrees: it rejects the same values before any I/O.
 		sdkErr := openWith(t, tc.f)
 		var ive *bidi.InputValidationError
-		var ee *bidi.EndpointError
-		if rejected := errors.As(sdkErr, &ive) && ive.Field != "" || errors.As(sdkErr, &ee); rejected != (tc.want != "") && !strings.Contains(tc.want, "ARN") && !strings.Contains(tc.want, "URL") {
+		if rejected := errors.As(sdkErr, &ive) && ive.Field != "" || errors.Is(sdkErr, bidi.ErrInvalidConfig); rejected != (tc.want != "") && !strings.Contains(tc.want, "ARN") && !strings.Contains(tc.want, "URL") {
 			t.Errorf("%+v: the SDK says %v, the check says %v", tc.f, sdkErr, err)
 		}
 	}
@@ -126,8 +125,8 @@ func TestHintNotHTTP2(t *testing.T) {
 	if h := (&Flags{EndpointURL: "https://localhost:1"}).Hint(fmt.Errorf("dial: %w", syscall.ECONNREFUSED)); !strings.Contains(h, "is the gateway running") {
 		t.Errorf("hint %q for a refused connection", h)
 	}
-	if h := f.Hint(bidi.ErrNoRegion); h != "set -region or AWS_REGION" {
-		t.Errorf("hint %q for ErrNoRegion", h)
+	if h := f.Hint(fmt.Errorf("%w: no region configured", bidi.ErrInvalidConfig)); h != "set -region or AWS_REGION" {
+		t.Errorf("hint %q for a missing region", h)
 	}
 }
 

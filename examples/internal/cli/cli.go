@@ -185,7 +185,7 @@ func (f *Flags) Hint(err error) string {
 	var unknownCA x509.UnknownAuthorityError
 	var record tls.RecordHeaderError
 	switch {
-	case errors.Is(err, bidi.ErrNoRegion) || strings.Contains(msg, "Missing Region"):
+	case errors.Is(err, bidi.ErrInvalidConfig) && (strings.Contains(msg, "no region") || strings.Contains(msg, "Missing Region")):
 		return "set -region or AWS_REGION"
 	case f.EndpointURL != "" && (errors.As(err, &unknownCA) || strings.Contains(msg, "certificate signed by unknown authority")):
 		return "the local gateway makes a new certificate at each start: re-trust the certificate written with -cert-out " +

@@ -93,13 +93,13 @@ func TestClient(t *testing.T) {
 	}
 	for k, v := range map[string]string{
 		"AWS_CONFIG_FILE": empty, "AWS_SHARED_CREDENTIALS_FILE": empty, "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_ACCESS_KEY_ID": biditest.AccessKeyID, "AWS_SECRET_ACCESS_KEY": biditest.SecretAccessKey,
+		"AWS_ACCESS_KEY_ID": srv.Credentials.AccessKeyID, "AWS_SECRET_ACCESS_KEY": srv.Credentials.SecretAccessKey,
 		"AWS_SESSION_TOKEN": "", "AWS_REGION": "", "AWS_PROFILE": "", "AWS_CA_BUNDLE": "",
 		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2": "",
 	} {
 		t.Setenv(k, v)
 	}
-	f = Flags{Endpoint: "aws-branch", Region: biditest.Region, EndpointURL: srv.URL}
+	f = Flags{Endpoint: "aws-branch", Region: srv.Region, EndpointURL: srv.URL}
 	trust := x509.NewCertPool()
 	trust.AddCert(srv.Certificate())
 	c, err = f.Client(ctx, nil, func(o *bidi.Options) { o.TLSConfig = &tls.Config{RootCAs: trust} })
@@ -158,7 +158,7 @@ func TestFlagsWithoutExample(t *testing.T) {
 }
 
 // cleanAWSEnv points the AWS configuration at empty files, with
-// biditest's keys and no region, so that nothing of the developer's is
+// static keys and no region, so that nothing of the developer's is
 // found.
 func cleanAWSEnv(t *testing.T) {
 	t.Helper()
@@ -168,7 +168,7 @@ func cleanAWSEnv(t *testing.T) {
 	}
 	for k, v := range map[string]string{
 		"AWS_CONFIG_FILE": empty, "AWS_SHARED_CREDENTIALS_FILE": empty, "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_ACCESS_KEY_ID": biditest.AccessKeyID, "AWS_SECRET_ACCESS_KEY": biditest.SecretAccessKey,
+		"AWS_ACCESS_KEY_ID": "AKIDCLITEST", "AWS_SECRET_ACCESS_KEY": "cli-test-secret-0000",
 		"AWS_SESSION_TOKEN": "", "AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_CA_BUNDLE": "",
 		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2": "",
 	} {
@@ -221,7 +221,7 @@ func TestDescribeHints(t *testing.T) {
 
 	srv := biditest.NewServer(biditest.Echo())
 	defer srv.Close()
-	f = Flags{Endpoint: "e", Region: biditest.Region, EndpointURL: srv.URL}
+	f = Flags{Endpoint: "e", Region: srv.Region, EndpointURL: srv.URL}
 	if c, err = f.Client(ctx, nil); err != nil {
 		t.Fatal(err)
 	}

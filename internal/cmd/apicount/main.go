@@ -4,9 +4,13 @@
 // files of each directory given.
 //
 //	go run ./internal/cmd/apicount ./bidi ./bidi/biditest
+//
+// With -list, it prints each identifier on its own line (kind, then the
+// name; a method as Type.Method) before the package's count.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -22,12 +26,19 @@ type counts struct{ types, funcs, methods, consts, vars int }
 func (c counts) total() int { return c.types + c.funcs + c.methods + c.consts + c.vars }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: apicount DIR...")
+	list := flag.Bool("list", false, "print every exported identifier")
+	flag.Usage = func() { fmt.Fprintln(os.Stderr, "usage: apicount [-list] DIR...") }
+	flag.Parse()
+	if flag.NArg() < 1 {
+		flag.Usage()
 		os.Exit(2)
 	}
-	for _, dir := range os.Args[1:] {
-		c, err := count(dir)
+	for _, dir := range flag.Args() {
+		var each func(kind, name string)
+		if *list {
+			each = func(kind, name string) { fmt.Printf("%s\t%s\n", kind, name) }
+		}
+		c, err := count(dir, each)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "apicount:", err)
 			os.Exit(1)
@@ -37,8 +48,9 @@ func main() {
 	}
 }
 
-// count parses the non-test Go files of dir and counts their exports.
-func count(dir string) (counts, error) {
+// count parses the non-test Go files of dir and counts their exports,
+// calling each (if not nil) with every one.
+func count(dir string, each func(kind, name string)) (counts, error) {
 	var c counts
 	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
@@ -53,12 +65,17 @@ func count(dir string) (counts, error) {
 		if err != nil {
 			return c, err
 		}
-		countFile(f, &c)
+		countFile(f, &c, each)
 	}
 	return c, nil
 }
 
-func countFile(f *ast.File, c *counts) {
+// countFile adds f's exports to c, calling each (if not nil) with the
+// kind and name of every one.
+func countFile(f *ast.File, c *counts, each func(kind, name string)) {
+	if each == nil {
+		each = func(string, string) {}
+	}
 	for _, d := range f.Decls {
 		switch d := d.(type) {
 		case *ast.FuncDecl:
@@ -67,8 +84,10 @@ func countFile(f *ast.File, c *counts) {
 			}
 			if d.Recv == nil {
 				c.funcs++
-			} else if ast.IsExported(receiverType(d.Recv.List[0].Type)) {
+				each("func", d.Name.Name)
+			} else if recv := receiverType(d.Recv.List[0].Type); ast.IsExported(recv) {
 				c.methods++
+				each("method", recv+"."+d.Name.Name)
 			}
 		case *ast.GenDecl:
 			for _, s := range d.Specs {
@@ -76,6 +95,7 @@ func countFile(f *ast.File, c *counts) {
 				case *ast.TypeSpec:
 					if s.Name.IsExported() {
 						c.types++
+						each("type", s.Name.Name)
 					}
 				case *ast.ValueSpec:
 					for _, n := range s.Names {
@@ -84,8 +104,10 @@ func countFile(f *ast.File, c *counts) {
 						}
 						if d.Tok == token.CONST {
 							c.consts++
+							each("const", n.Name)
 						} else {
 							c.vars++
+							each("var", n.Name)
 						}
 					}
 				}

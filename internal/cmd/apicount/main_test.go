@@ -3,6 +3,7 @@ package main
 import (
 	"go/parser"
 	"go/token"
+	"strings"
 	"testing"
 )
 
@@ -29,9 +30,14 @@ var V, W, v int
 		t.Fatal(err)
 	}
 	var c counts
-	countFile(f, &c)
+	var got []string
+	countFile(f, &c, func(kind, name string) { got = append(got, kind+" "+name) })
 	want := counts{types: 2, funcs: 1, methods: 3, consts: 1, vars: 2}
 	if c != want || c.total() != 9 {
 		t.Fatalf("counts %+v (total %d), want %+v", c, c.total(), want)
+	}
+	wantNames := "type A|type G|func F|method A.M|method A.N|method G.M|const C|var V|var W"
+	if g := strings.Join(got, "|"); g != wantNames {
+		t.Fatalf("names %q, want %q", g, wantNames)
 	}
 }

@@ -51,7 +51,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 )
 
 // flags shared by the client modes.
@@ -222,8 +221,8 @@ func newClient(dc *dialCounter, optFns ...func(*bidi.Options)) *bidi.Client {
 	}
 	tlsConfig := &tls.Config{RootCAs: rootPool()}
 	return bidi.NewFromConfig(aws.Config{}, func(o *bidi.Options) {
-		o.Region = biditest.Region
-		o.Credentials = credentials.NewStaticCredentialsProvider(biditest.AccessKeyID, biditest.SecretAccessKey, "")
+		o.Region = loadRegion
+		o.Credentials = credentials.StaticCredentialsProvider{Value: loadCredentials}
 		o.BaseEndpoint = aws.String(*fURL)
 		o.RetryMaxAttempts = 1
 		if *fPartSize > 0 {

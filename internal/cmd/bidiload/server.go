@@ -22,10 +22,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"golang.org/x/net/http2"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/echoserver"
+)
+
+// The credentials and region the servers accept and the client (in
+// another process, with -url) signs with.
+var (
+	loadCredentials = aws.Credentials{AccessKeyID: "AKIDBIDILOAD", SecretAccessKey: "bidiload-secret-access-key-0000"}
+	loadRegion      = "us-west-2"
 )
 
 var (
@@ -57,6 +65,8 @@ func serve() {
 		s.MaxReceiveBufferPerStream = *fRBuf
 		s.SkipVerify = !*fVerify
 		s.MaxRecorded = -1
+		s.Credentials = loadCredentials
+		s.Region = loadRegion
 		s.Start()
 		return s
 	}

@@ -184,7 +184,7 @@ func rawHTTPClient(tlsConfig *tls.Config, dial func(ctx context.Context, network
 		TLSHandshakeTimeout: 10 * time.Second,
 		ForceAttemptHTTP2:   true,
 		Protocols:           &protocols,
-		HTTP2:               &http.HTTP2Config{PingTimeout: bidi.DefaultHealthCheckTimeout, SendPingTimeout: bidi.DefaultHealthCheckInterval},
+		HTTP2:               &http.HTTP2Config{PingTimeout: 10 * time.Second, SendPingTimeout: 15 * time.Second}, // bidi's health-check defaults
 		MaxIdleConns:        100,
 		IdleConnTimeout:     90 * time.Second,
 	}}

@@ -44,10 +44,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/coder/websocket"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+)
+
+// The credentials and region the model server accepts and the relay (in
+// another process) signs with.
+var (
+	modelCredentials = aws.Credentials{AccessKeyID: "AKIDRELAYLOAD", SecretAccessKey: "relayload-secret-access-key-0000"}
+	modelRegion      = "us-west-2"
 )
 
 var (
@@ -208,6 +216,8 @@ func drive() error {
 	// The crowd's streams may still be finishing when the hostile phase
 	// opens more: the load is the relay's, not the model's.
 	srv.MaxSessions = -1
+	srv.Credentials = modelCredentials
+	srv.Region = modelRegion
 	srv.Start()
 	defer srv.Close()
 	rp, err := startRelay(srv)

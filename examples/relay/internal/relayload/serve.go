@@ -16,7 +16,6 @@ import (
 	"github.com/aws/smithy-go/metrics"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/relay"
 )
 
@@ -30,8 +29,8 @@ func runRelay() error {
 		return err
 	}
 	client := bidi.NewFromConfig(aws.Config{
-		Region:       biditest.Region,
-		Credentials:  credentials.NewStaticCredentialsProvider(biditest.AccessKeyID, biditest.SecretAccessKey, ""),
+		Region:       modelRegion,
+		Credentials:  credentials.StaticCredentialsProvider{Value: modelCredentials},
 		BaseEndpoint: aws.String(*modelURL),
 	}, func(o *bidi.Options) {
 		o.TLSConfig = tlsCfg

@@ -1,13 +1,10 @@
-package biditest_test
+package replay_test
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest/replay"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
@@ -37,7 +35,7 @@ func scriptModel() biditest.Handler {
 				continue
 			}
 			if string(m.Data) == "fail" {
-				st.SendModelStreamError("1011", "Model container closed the WebSocket connection (code 1011, reason \"boom\")")
+				st.SendException("ModelStreamError", []byte(`{"Message":"Model container closed the WebSocket connection (code 1011, reason \"boom\")","ErrorCode":"1011"}`))
 				return
 			}
 			up := []byte(strings.ToUpper(string(m.Data)))
@@ -196,7 +194,7 @@ func TestRecordThenReplay(t *testing.T) {
 		}
 	}
 
-	rsrv, r := biditest.NewReplayServer(t, c, &biditest.ReplayOptions{TimeScale: -1})
+	rsrv, r := replay.NewServer(t, c, &replay.Options{TimeScale: -1})
 	sameOutcome(t, converse(t, rsrv.Client(), msgs), rec)
 	rsrv.Close()
 	if err := r.Err(); err != nil || r.Streams() != 1 {
@@ -214,7 +212,7 @@ func TestReplayCleanEnd(t *testing.T) {
 		t.Fatalf("recording: %d messages, end %v", len(rec.msgs), rec.end)
 	}
 	c := loadCassette(t, cassettes()[0])
-	rsrv, r := biditest.NewReplayServer(t, c, &biditest.ReplayOptions{TimeScale: -1})
+	rsrv, r := replay.NewServer(t, c, &replay.Options{TimeScale: -1})
 	sameOutcome(t, converse(t, rsrv.Client(), msgs), rec)
 	rsrv.Close()
 	if err := r.Err(); err != nil {
@@ -255,22 +253,22 @@ func handCassette(t *testing.T, first, second time.Duration) *cassette.Cassette 
 func TestReplayStrictAndLoose(t *testing.T) {
 	c := handCassette(t, 0, 0)
 
-	r := biditest.Replay(c, &biditest.ReplayOptions{TimeScale: -1})
+	r := replay.New(c, &replay.Options{TimeScale: -1})
 	srv := biditest.NewServer(r)
 	got := converse(t, srv.Client(), []bidi.Message{bidi.Text("ho")})
 	srv.Close()
 	var se *bidi.ExceptionError
-	if !errors.As(got.end, &se) || se.Code != biditest.MismatchErrorCode {
-		t.Errorf("strict replay of another message ended with %v, want a %s StreamError", got.end, biditest.MismatchErrorCode)
+	if !errors.As(got.end, &se) || se.Code != replay.MismatchErrorCode {
+		t.Errorf("strict replay of another message ended with %v, want a %s StreamError", got.end, replay.MismatchErrorCode)
 	}
-	var re *biditest.ReplayError
-	if err := r.Err(); !errors.Is(err, biditest.ErrReplayMismatch) || !errors.As(err, &re) || re.Event != 2 {
+	var re *replay.Error
+	if err := r.Err(); !errors.Is(err, replay.ErrMismatch) || !errors.As(err, &re) || re.Event != 2 {
 		t.Errorf("Err() = %v, want a mismatch at event 2", err)
 	} else if strings.Contains(err.Error(), "ho") {
 		t.Errorf("the mismatch names the payload: %v", err)
 	}
 
-	r = biditest.Replay(c, &biditest.ReplayOptions{Loose: true, TimeScale: -1})
+	r = replay.New(c, &replay.Options{Loose: true, TimeScale: -1})
 	srv = biditest.NewServer(r)
 	got = converse(t, srv.Client(), []bidi.Message{bidi.Binary([]byte("other bytes"))})
 	srv.Close()
@@ -282,11 +280,11 @@ func TestReplayStrictAndLoose(t *testing.T) {
 	}
 
 	// Loose still counts: two messages where one was recorded.
-	r = biditest.Replay(c, &biditest.ReplayOptions{Loose: true, TimeScale: -1})
+	r = replay.New(c, &replay.Options{Loose: true, TimeScale: -1})
 	srv = biditest.NewServer(r)
 	converse(t, srv.Client(), []bidi.Message{bidi.Text("a"), bidi.Text("b")})
 	srv.Close()
-	if err := r.Err(); !errors.Is(err, biditest.ErrReplayMismatch) {
+	if err := r.Err(); !errors.Is(err, replay.ErrMismatch) {
 		t.Errorf("loose replay of two messages for one: Err() = %v", err)
 	}
 }
@@ -295,7 +293,7 @@ func TestReplayStrictAndLoose(t *testing.T) {
 // fails: the Replayer reports the replies left.
 func TestReplayUnreadRepliesFail(t *testing.T) {
 	c := handCassette(t, 0, time.Hour) // the second reply would come much later
-	r := biditest.Replay(c, nil)
+	r := replay.New(c, nil)
 	srv := biditest.NewServer(r)
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
@@ -312,14 +310,14 @@ func TestReplayUnreadRepliesFail(t *testing.T) {
 	}
 	sess.Close() // one reply unread
 	srv.Close()  // waits for the handler
-	var re *biditest.ReplayError
-	if err := r.Err(); !errors.Is(err, biditest.ErrRepliesUndelivered) || !errors.As(err, &re) || re.Event != 4 {
+	var re *replay.Error
+	if err := r.Err(); !errors.Is(err, replay.ErrUndelivered) || !errors.As(err, &re) || re.Event != 4 {
 		t.Errorf("Err() = %v, want replies undelivered from event 4", err)
 	}
 
 	// NewReplayServer turns that into a test failure.
 	ft := &fakeT{TB: t}
-	rsrv, _ := biditest.NewReplayServer(ft, c, nil)
+	rsrv, _ := replay.NewServer(ft, c, nil)
 	sess, err = rsrv.Client().Open(ctx, &bidi.OpenInput{EndpointName: "replayed"})
 	if err != nil {
 		t.Fatal(err)
@@ -358,7 +356,7 @@ func TestReplayHTTPError(t *testing.T) {
 		Body: `{"Message":"Failed to establish WebSocket connection","OriginalStatusCode":503}`})
 	w.Write(&cassette.Event{Kind: cassette.KindEnd, Reason: cassette.EndHTTPError})
 	w.Close()
-	srv, r := biditest.NewReplayServer(t, loadCassette(t, b.Bytes()), nil)
+	srv, r := replay.NewServer(t, loadCassette(t, b.Bytes()), nil)
 	got := converse(t, srv.Client(), nil)
 	var me *bidi.ModelError
 	if !errors.As(got.end, &me) || me.OriginalStatusCode != 503 {
@@ -377,7 +375,7 @@ func TestReplayTiming(t *testing.T) {
 	c := handCassette(t, delay/2, delay)
 	var worst time.Duration
 	for attempt := 0; attempt < 3; attempt++ { // a loaded machine may stall one run
-		srv, _ := biditest.NewReplayServer(t, c, nil)
+		srv, _ := replay.NewServer(t, c, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
 		sess, err := srv.Client().Open(ctx, &bidi.OpenInput{EndpointName: "replayed"})
 		if err != nil {
@@ -410,50 +408,15 @@ func TestReplayTiming(t *testing.T) {
 	t.Errorf("replies up to %v late, want within 10ms", worst)
 }
 
-// The Inspector lists a Server's streams and their messages.
-func TestInspector(t *testing.T) {
-	in := biditest.NewInspector()
-	srv := biditest.NewUnstartedServer(scriptModel())
-	srv.Record = in.Record
-	srv.Start()
-	defer srv.Close()
-	converse(t, srv.Client(), []bidi.Message{bidi.Text("abcdef"), bidi.Text("fail")})
-	srv.Close()
-	page := httptest.NewServer(in)
-	defer page.Close()
-	resp, err := http.Get(page.URL + "/api/sessions/1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var got struct {
-		Session struct {
-			State     string `json:"state"`
-			CloseCode int    `json:"close_code"`
-			Sent      int    `json:"sent"`
-			Received  int    `json:"received"`
-		} `json:"session"`
-		Messages []struct {
-			Kind string `json:"kind"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Session.State != "ended" || got.Session.CloseCode != 1011 || got.Session.Sent != 2 || got.Session.Received != 3 || len(got.Messages) != 6 {
-		t.Errorf("inspector: %+v", got)
-	}
-}
-
 // Server.Record records the length of the padding each client part
 // carried: a bucket's worth by default, 0 (not unknown) for a part
 // without P.
 func TestRecordPadding(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		policy bidi.PaddingPolicy
+		policy func(payloadLen int) int
 		want   int // pad of the 5-byte part
-	}{{"default", nil, 59}, {"none", bidi.NoPadding{}, 0}} {
+	}{{"default", nil, 59}, {"none", func(int) int { return 0 }, 0}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, cassettes := recordingServer(t, biditest.Echo())
 			converse(t, srv.Client(func(o *bidi.Options) { o.Padding = tc.policy }), []bidi.Message{bidi.Text("hello")})

@@ -1,4 +1,16 @@
-package biditest
+// Package replay serves a recorded cassette (package cassette) as the
+// model behind a biditest.Server: every stream is answered as the
+// recorded one was, at the recorded speed or scaled, and a client that
+// sends something else, or leaves recorded replies unread, fails the test.
+//
+// A cassette may come from biditest's Server.Record, the local gateway's
+// -record, bidicat -record or cassette.Record against a real endpoint:
+// record once against the real model, replay in CI for every commit.
+//
+//	c, err := cassette.Load(f)
+//	srv, _ := replay.NewServer(t, c, nil) // fails t if a reply is left unread
+//	client := srv.Client()
+package replay
 
 import (
 	"bytes"
@@ -12,12 +24,13 @@ import (
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
-// ReplayOptions configure [Replay]. The zero value replays strictly at
+// Options configure [New]. The zero value replays strictly at
 // the recorded speed.
-type ReplayOptions struct {
+type Options struct {
 	// Loose matches only the number of parts the client sends, not their
 	// type, completion or bytes.
 	Loose bool
@@ -28,47 +41,47 @@ type ReplayOptions struct {
 	TimeScale float64
 }
 
-// ErrReplayMismatch is matched by the [*ReplayError] of a client that
+// ErrMismatch is matched by the [*Error] of a client that
 // did not send what the cassette recorded.
-var ErrReplayMismatch = errors.New("biditest: client diverged from the cassette")
+var ErrMismatch = errors.New("replay: client diverged from the cassette")
 
-// ErrRepliesUndelivered is matched by the [*ReplayError] of a stream
+// ErrUndelivered is matched by the [*Error] of a stream
 // that ended before every recorded reply was delivered: the client
 // closed it, went away or stopped reading.
-var ErrRepliesUndelivered = errors.New("biditest: recorded replies not delivered")
+var ErrUndelivered = errors.New("replay: recorded replies not delivered")
 
-// ReplayError reports a stream whose replay did not go as recorded.
-type ReplayError struct {
+// Error reports a stream whose replay did not go as recorded.
+type Error struct {
 	Stream int    // the stream's number, from 1, in arrival order
 	Event  int    // the index of the cassette event at fault (0 is the first after the header)
 	Detail string // what differed; never payload bytes
-	Err    error  // ErrReplayMismatch or ErrRepliesUndelivered
+	Err    error  // ErrMismatch or ErrUndelivered
 }
 
 // Error describes the failure.
-func (e *ReplayError) Error() string {
-	return fmt.Sprintf("biditest: replay of stream %d, cassette event %d: %v: %s", e.Stream, e.Event, e.Err, e.Detail)
+func (e *Error) Error() string {
+	return fmt.Sprintf("replay: stream %d, cassette event %d: %v: %s", e.Stream, e.Event, e.Err, e.Detail)
 }
 
 // Unwrap returns Err.
-func (e *ReplayError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // MismatchErrorCode is the :error-code of the error message a replaying
 // server sends a client that diverged from the cassette, before it ends
 // the stream.
 const MismatchErrorCode = "ReplayMismatch"
 
-// A Replayer is a [Handler] that serves a cassette as the model: every
+// A Replayer is a [biditest.Handler] that serves a cassette as the model: every
 // stream is answered as the recorded one was. It answers with the
 // recorded response head (an HTTP error included), then walks the
 // cassette's events in order: for the parts the client sent in the
 // recording it receives the client's and compares the messages they make
 // (type and bytes; a redacted message's size only; with
-// ReplayOptions.Loose only their number), for the client's end of input
+// Options.Loose only their number), for the client's end of input
 // it expects the end frame, and it sends each of the model's parts, exceptions and error
 // messages at its recorded time: as long after the stream's start as in
 // the recording, and no sooner after the client's preceding event than
-// in the recording (both scaled by ReplayOptions.TimeScale). The response
+// in the recording (both scaled by Options.TimeScale). The response
 // head waits for its recorded time too. The stream then ends as recorded:
 // cleanly, with a reset, or, for a recording the client closed, when the
 // client goes away.
@@ -78,7 +91,7 @@ const MismatchErrorCode = "ReplayMismatch"
 // gets an error message with code MismatchErrorCode and the stream ends. A
 // stream that ends before every recorded reply was sent (the client
 // closed it, or stopped reading until the test ended) is a failure too:
-// [Replayer.Err] reports both, and [NewReplayServer] fails the test with
+// [Replayer.Err] reports both, and [NewServer] fails the test with
 // them. A reply written to the connection counts as delivered, even if
 // the client never read it, and so does one whose write failed because
 // the client went away at that moment.
@@ -86,15 +99,15 @@ const MismatchErrorCode = "ReplayMismatch"
 // A Replayer is safe for concurrent use by any number of streams.
 type Replayer struct {
 	c    *cassette.Cassette
-	opts ReplayOptions
+	opts Options
 
 	mu      sync.Mutex // guards the fields below
 	streams int
 	errs    []error
 }
 
-// Replay returns a Replayer of c. nil opts means the defaults.
-func Replay(c *cassette.Cassette, opts *ReplayOptions) *Replayer {
+// New returns a Replayer of c. nil opts means the defaults.
+func New(c *cassette.Cassette, opts *Options) *Replayer {
 	r := &Replayer{c: c}
 	if opts != nil {
 		r.opts = *opts
@@ -105,13 +118,13 @@ func Replay(c *cassette.Cassette, opts *ReplayOptions) *Replayer {
 	return r
 }
 
-// NewReplayServer starts a Server replaying c, as NewServer(Replay(c,
-// opts)) does, and registers a cleanup with t that closes it and fails
+// NewServer starts a biditest.Server replaying c, as
+// biditest.NewServer(New(c, opts)) does, and registers a cleanup with t that closes it and fails
 // the test with [Replayer.Err].
-func NewReplayServer(t testing.TB, c *cassette.Cassette, opts *ReplayOptions) (*Server, *Replayer) {
+func NewServer(t testing.TB, c *cassette.Cassette, opts *Options) (*biditest.Server, *Replayer) {
 	t.Helper()
-	r := Replay(c, opts)
-	srv := NewServer(r)
+	r := New(c, opts)
+	srv := biditest.NewServer(r)
 	t.Cleanup(func() {
 		srv.Close()
 		if err := r.Err(); err != nil {
@@ -136,26 +149,27 @@ func (r *Replayer) Streams() int {
 	return r.streams
 }
 
-func (r *Replayer) fail(e *ReplayError) {
+func (r *Replayer) fail(e *Error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.errs = append(r.errs, e)
 }
 
 // ServeBidi replays the cassette on st.
-func (r *Replayer) ServeBidi(st *Stream) {
+func (r *Replayer) ServeBidi(st *biditest.Stream) {
 	r.mu.Lock()
 	r.streams++
 	n := r.streams
 	r.mu.Unlock()
-	rp := &replay{r: r, st: st, n: n, events: r.c.Events, start: time.Now()}
+	rp := &streamReplay{r: r, st: st, n: n, events: r.c.Events, start: time.Now()}
 	rp.run()
 }
 
-// replay is the state of one stream's replay; owned by its handler.
-type replay struct {
+// streamReplay is the state of one stream's replay; owned by its
+// handler.
+type streamReplay struct {
 	r      *Replayer
-	st     *Stream
+	st     *biditest.Stream
 	n      int
 	events []cassette.Event
 	start  time.Time
@@ -168,7 +182,7 @@ type replay struct {
 	msg message
 }
 
-func (rp *replay) run() {
+func (rp *streamReplay) run() {
 	rp.anchor = rp.start
 	if !rp.respond() {
 		return
@@ -197,7 +211,7 @@ func (rp *replay) run() {
 
 // respond answers with the recorded response head; false when that was
 // an HTTP error (the replay is over).
-func (rp *replay) respond() bool {
+func (rp *streamReplay) respond() bool {
 	for i := range rp.events {
 		e := &rp.events[i]
 		if e.Kind != cassette.KindResponse {
@@ -233,7 +247,7 @@ func (rp *replay) respond() bool {
 // receives parts until it has at least as many bytes as the recording
 // (or the client's message is complete), at the recorded COMPLETE part
 // until the client's message is complete.
-func (rp *replay) expectPart(i int, e *cassette.Event) bool {
+func (rp *streamReplay) expectPart(i int, e *cassette.Event) bool {
 	m := &rp.msg
 	if !m.open {
 		*m = message{open: true, typ: e.Type, want: m.want[:0], got: m.got[:0]}
@@ -310,7 +324,7 @@ func firstDiff(a, b []byte) int {
 }
 
 // expectEnd receives the client's end of input.
-func (rp *replay) expectEnd(i int) bool {
+func (rp *streamReplay) expectEnd(i int) bool {
 	extra := 0
 	for {
 		_, err := rp.st.RecvPart()
@@ -336,7 +350,7 @@ func (rp *replay) expectEnd(i int) bool {
 }
 
 // reply sends the model's event e at its time.
-func (rp *replay) reply(i int, e *cassette.Event) bool {
+func (rp *streamReplay) reply(i int, e *cassette.Event) bool {
 	if !rp.wait(e.T) {
 		rp.undelivered(i, "the client went away before this reply")
 		return false
@@ -364,7 +378,7 @@ func (rp *replay) reply(i int, e *cassette.Event) bool {
 // stream's start, and no sooner after the client's last event than in
 // the recording (scaled by TimeScale). It returns false if the client
 // went away meanwhile.
-func (rp *replay) wait(t time.Duration) bool {
+func (rp *streamReplay) wait(t time.Duration) bool {
 	scale := rp.r.opts.TimeScale
 	if scale <= 0 {
 		return true
@@ -388,7 +402,7 @@ func (rp *replay) wait(t time.Duration) bool {
 }
 
 // end ends the stream as the recording did.
-func (rp *replay) end(e *cassette.Event) {
+func (rp *streamReplay) end(e *cassette.Event) {
 	switch e.Reason {
 	case cassette.EndReset:
 		rp.st.Reset()
@@ -397,14 +411,14 @@ func (rp *replay) end(e *cassette.Event) {
 	}
 }
 
-func (rp *replay) mismatch(i int, detail string) {
-	rp.r.fail(&ReplayError{Stream: rp.n, Event: i, Detail: detail, Err: ErrReplayMismatch})
+func (rp *streamReplay) mismatch(i int, detail string) {
+	rp.r.fail(&Error{Stream: rp.n, Event: i, Detail: detail, Err: ErrMismatch})
 	rp.st.SendError(MismatchErrorCode, fmt.Sprintf("replay: cassette event %d: %s", i, detail))
 }
 
 // undelivered reports the replies from event i on that the stream ended
 // before, if there are any.
-func (rp *replay) undelivered(i int, why string) {
+func (rp *streamReplay) undelivered(i int, why string) {
 	left := 0
 	for _, e := range rp.events[i:] {
 		switch e.Kind {
@@ -415,6 +429,6 @@ func (rp *replay) undelivered(i int, why string) {
 	if left == 0 {
 		return
 	}
-	rp.r.fail(&ReplayError{Stream: rp.n, Event: i, Err: ErrRepliesUndelivered,
+	rp.r.fail(&Error{Stream: rp.n, Event: i, Err: ErrUndelivered,
 		Detail: fmt.Sprintf("%s; %d recorded replies left", why, left)})
 }

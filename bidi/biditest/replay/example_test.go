@@ -1,4 +1,4 @@
-package biditest_test
+package replay_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest/replay"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
 )
 
@@ -14,7 +15,7 @@ import (
 // endpoint with bidicat -record, the gateway's -record or cassette.Record)
 // plays the model: the recorded answer comes back, fragments and the
 // model's error included.
-func ExampleReplay() {
+func ExampleNew() {
 	const recorded = `{"cassette":"sagemaker-bidi","version":1}
 {"t_us":0,"kind":"open","endpoint":"my-endpoint"}
 {"t_us":900,"kind":"response","status":200,"variant":"AllTraffic"}
@@ -29,7 +30,7 @@ func ExampleReplay() {
 		fmt.Println(err)
 		return
 	}
-	replayer := biditest.Replay(c, nil) // strict, at the recorded speed
+	replayer := replay.New(c, nil) // strict, at the recorded speed
 	srv := biditest.NewServer(replayer)
 	defer srv.Close()
 
