@@ -10,10 +10,6 @@ func SetOpenHook(f func(*Session)) (restore func()) {
 	return func() { testHookOpenWait = nil }
 }
 
-// ReadAheadRounds returns how many times the session's goroutine was
-// woken to read ahead of Recv.
-func ReadAheadRounds(s *Session) int64 { return s.rx.bgRounds.Load() }
-
 // SetAnsweredHook makes the session's goroutine call f once the model has
 // answered, before the response stream is made readable. It returns a
 // function that removes f. Tests that set it must not run in parallel
@@ -28,6 +24,20 @@ func SetAnsweredHook(f func(*Session)) (restore func()) {
 func FlowBlocked(s *Session) bool {
 	st := s.stream.Load()
 	return st != nil && st.SendBlocked()
+}
+
+// StreamOver returns a channel closed once the session knows its response
+// stream is over (ended or failed), before Recv has decoded the end.
+func StreamOver(s *Session) <-chan struct{} { return s.state.over }
+
+// UnreadBytes returns how many response bytes the session's stream holds
+// that Recv has not taken.
+func UnreadBytes(s *Session) int {
+	st := s.stream.Load()
+	if st == nil {
+		return 0
+	}
+	return st.Buffered()
 }
 
 // StalledByUnreadReplies reports whether the session's request is held

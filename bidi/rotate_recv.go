@@ -125,8 +125,14 @@ func (rs *RotatingSession) RecvGeneration() int { return rs.recvGen }
 // The receive lock is held.
 func (rs *RotatingSession) announce(g *generation) {
 	for rs.announced.n < g.n {
-		next := rs.announced.next // settled: a newer stream exists
+		prev, next := rs.announced, rs.announced.next // settled: a newer stream exists
 		rs.announced = next
+		if next.event.Reason == RotationEarlyEnd && isClosed(prev.pumped) && prev.pumpErr != nil {
+			// The reason the old stream ended, as its Recv returned it:
+			// when the rotation was decided, its session knew only that
+			// the stream was over (Recv decodes the reason).
+			next.event.Err = prev.pumpErr
+		}
 		if rs.onRotate != nil {
 			rs.onRotate(next.event)
 		}

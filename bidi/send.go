@@ -149,10 +149,9 @@ func (s *Session) SendPart(ctx context.Context, p Part) error {
 // [ErrMessageInProgress] and sends nothing: the model would receive a
 // truncated message. After the session failed it returns the cause, as
 // Send does, a typed error such as [*ModelStreamError]; it returns nil if
-// the service had already ended the stream cleanly, or if the stream ended
-// behind more undelivered messages than the session reads ahead (Recv
-// then reports the reason, and later calls of CloseSend and Send return
-// it).
+// the service had already ended the stream cleanly, or ended it with a
+// reason that Recv has not reached yet (Recv then reports the reason, and
+// later calls of CloseSend and Send return it; see [Session]).
 func (s *Session) CloseSend() error {
 	// No context bounds this wait: a pending Send returns promptly once the
 	// session is over, and otherwise finishes its message first.

@@ -1,6 +1,7 @@
 package bidi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,14 +43,19 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // KiB (or one larger part) from which the HTTP/2 transport takes parts as
 // flow control allows, so a service that does not read makes Send block.
 // Recv decodes the response on the caller's goroutine, straight from what
-// the connection has buffered for the stream; what the service can send
-// ahead of Recv is bounded by the stream's HTTP/2 receive window (1 MiB).
-// While no Recv is waiting, the session decodes at most 32 parts or 1 MiB
-// (or one larger part) ahead, so that the model's error or the end of the
-// stream reaches Send without waiting for Recv; once the service has
-// ended the stream, it decodes up to 32 parts further to find the reason,
-// and stops once they reach 1 MiB more. A reassembled message is bounded
-// by Options.MaxMessageSize, and so is every part kept in memory.
+// the connection has buffered for the stream, and nothing else decodes it:
+// what the service can send ahead of Recv is bounded by the stream's
+// HTTP/2 receive window (1 MiB). A reassembled message is bounded by
+// Options.MaxMessageSize, and so is every part kept in memory.
+//
+// The end of the stream without Recv: once the service has ended the
+// stream (or it failed), Send returns at once, without waiting for Recv,
+// an error saying so: [ErrStreamEnded] after an end of stream, the
+// transport's error after a reset or a dead connection. Why the model
+// ended it (a [*ModelStreamError], say) is in-band, after the messages not
+// yet received: Recv returns those messages and then the reason, and from
+// then on Send and CloseSend return the reason too. As with grpc, read
+// with Recv until it fails to learn why a stream ended.
 //
 // Ending the request: CloseSend refuses, with [ErrMessageInProgress], to
 // end the request while a message begun with SendPart is incomplete, and
@@ -60,9 +66,9 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // Lifetime: a session ends when the service ends the stream, when it
 // fails, when the context given to Open is cancelled, or when Close is
 // called. A session runs one goroutine of its own (it waits for the
-// response, retries the open when allowed, then reads ahead only while no
-// Recv waits); its request body is written by its connection's shared
-// writer, so an idle session costs that one goroutine. Close or the cancellation
+// response, retries the open when allowed, then waits for the stream's
+// end); its request body is written by its connection's shared writer,
+// so an idle session costs that one goroutine. Close or the cancellation
 // unblocks every pending Send, Recv and Response, resets the HTTP/2 stream
 // and makes that goroutine exit. After a failure, Send and Recv return
 // the cause: a typed error such as [*ResponseError] or [*ModelStreamError],
@@ -135,14 +141,6 @@ type Session struct {
 	skewRetried  bool              // an attempt was retried after a clock-skew correction
 	releaseRetry func(error) error // the retry token of the last retry, if any
 }
-
-// recvQueueItems and recvQueueBytes bound what the session decodes ahead
-// of Recv (see readAheadLocked), the byte bound being checked before each
-// part is decoded; once the stream is over, twice as much.
-const (
-	recvQueueItems = 32
-	recvQueueBytes = 1 << 20
-)
 
 func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 	s := &Session{
@@ -226,7 +224,9 @@ func (s *Session) Close() error {
 // Context returns the session's context. It is derived from the context
 // given to Open and is cancelled when the session ends, whatever the
 // reason; context.Cause then tells why: [ErrSessionClosed] after Close,
-// [ErrStreamEnded] after a clean end, or the error that ended it.
+// [ErrStreamEnded] after a clean end, or the error that ended it. The end
+// of the response stream ends the session once Recv has returned it (the
+// session does not decode ahead of Recv: see [Session]).
 func (s *Session) Context() context.Context { return s.ctx }
 
 // sessionErr returns the terminal error of a cancelled session.
@@ -314,7 +314,9 @@ func (s *Session) run(a *attempt) {
 			continue
 		}
 		if resp.StatusCode/100 != 2 {
-			err := responseError(resp.StatusCode, resp.Header, st)
+			body, _ := st.ReadAll(maxErrorBody)
+			st.Close()
+			err := responseError(resp.StatusCode, resp.Header, io.NopCloser(bytes.NewReader(body)))
 			s.pipe.detach() // this attempt's body takes no more parts
 			delay, ok := s.retry(a, err)
 			if !ok {
@@ -348,7 +350,6 @@ func (s *Session) run(a *attempt) {
 		s.resp = headResponse(resp.StatusCode, resp.Header)
 		s.obs.response(resp.StatusCode)
 		close(s.respReady)
-		s.rx.streaming.Store(true)
 		if s.c.logOn {
 			s.logf(logging.Debug, "bidi: session with endpoint %q answered: HTTP %d after %d attempt(s)", s.input.EndpointName, resp.StatusCode, a.n)
 		}
