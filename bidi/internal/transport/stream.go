@@ -76,10 +76,10 @@ type Stream struct {
 	// Guarded by mu: the receive side.
 	mu         sync.Mutex
 	rbuf       recvBuffer
-	recvWindow int32 // what the peer may still send
-	unacked    int32 // bytes read by the application not yet given back
-	eof        bool  // END_STREAM received
-	err        error // terminal error; reads fail with it once rbuf is empty
+	recvWindow int32                  // what the peer may still send
+	unacked    int32                  // bytes read by the application not yet given back
+	eof        bool                   // END_STREAM received
+	err        error                  // terminal error; reads fail with it once rbuf is empty
 	notifyFn   atomic.Pointer[func()] // see SetNotify
 	doneClosed bool
 	respClosed bool
