@@ -260,6 +260,11 @@ func (p *sendPipe) detach() {
 func (p *sendPipe) fail(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.failLocked(err)
+}
+
+// failLocked is fail with p.mu held (the session's end holds it).
+func (p *sendPipe) failLocked(err error) {
 	if p.err == nil {
 		p.err = err
 	}

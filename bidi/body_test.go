@@ -276,7 +276,7 @@ func TestPipeFail(t *testing.T) {
 func TestEncodePartAllocs(t *testing.T) {
 	c := &Client{options: Options{Padding: BucketPadding{}, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}}
 	s := &Session{c: c, opts: &c.options, ctx: context.Background()}
-	s.state.init()
+	s.state.init(&s.pipe.mu)
 	data := make([]byte, 256)
 	s.encodePart(context.Background(), Part{Data: data, Complete: true})
 	if n := testing.AllocsPerRun(100, func() {

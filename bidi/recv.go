@@ -188,10 +188,9 @@ func (s *Session) startReceiving(src *transport.Stream) {
 	// buffered: what the session holds is bounded by its limit, not by
 	// the format's 24 MiB.
 	r.dec = eventstream.NewDecoder(src, func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
-	r.wake = make(chan struct{}, 1)
+	// A waiting Recv watches wake only: the session's end wakes it too
+	// (newSession).
 	src.SetNotify(func() { signal(r.wake) })
-	// A waiting Recv watches wake only: the session's end wakes it too.
-	context.AfterFunc(s.ctx, func() { signal(r.wake) })
 }
 
 // nextItem returns the next received part, or the terminal error. The
@@ -227,30 +226,31 @@ func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 }
 
 // awaitStream waits until the response stream can be read: the model
-// answered. It returns why not if the session ended first, or ctx's
-// error. The receive lock is held.
+// answered. It decides from the session's phase, and returns why not if
+// the session ended first, or ctx's error. The receive lock is held.
 func (s *Session) awaitStream(ctx context.Context) error {
-	select {
-	case <-s.respReady:
-	default:
+	switch s.state.phase() {
+	case phaseStreaming, phaseSendOver:
+		return nil // answered: src and dec were set before the phase
+	case phaseOpening:
 		select {
 		case <-s.respReady:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.ctx.Done():
-			select {
-			case <-s.respReady:
-			default:
-				s.recvErr = s.sessionErr()
-				return s.recvErr
-			}
 		}
 	}
-	if s.rx.src == nil {
-		s.recvErr = s.sessionErr()
-		return s.recvErr
+	// Answered, or ended with or without an answer: src may be read
+	// only once respReady is closed.
+	select {
+	case <-s.respReady:
+		if s.rx.src != nil {
+			return nil
+		}
+	default:
 	}
-	return nil
+	s.recvErr = s.sessionErr()
+	return s.recvErr
 }
 
 // deliver hands item it to Recv: a part, or the stream's end, which is

@@ -446,7 +446,7 @@ func (g *generation) kick(err error) {
 // (a reset, say), which the session knows before its reader got through
 // the replies buffered ahead of the end.
 func (g *generation) over() bool {
-	if g.sess.state.isOver.Load() {
+	if g.sess.state.sendOver() {
 		return true
 	}
 	select {
@@ -459,9 +459,14 @@ func (g *generation) over() bool {
 	}
 }
 
-// endErr returns why the stream ended; over is true.
+// endErr returns why the stream ended; over is true. The reason its
+// reader saw comes first: a session decodes the reason only in Recv, so
+// until g's pump got there, the session knows only that the stream is
+// over.
 func (g *generation) endErr() error {
 	select {
+	case <-g.pumped:
+		return g.pumpErr
 	case <-g.kicked:
 		return g.kickErr
 	default:

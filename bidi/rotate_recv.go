@@ -174,7 +174,7 @@ func (rs *RotatingSession) finalLocked() error {
 		return nil
 	}
 	if terminal != nil {
-		return terminal
+		return withEndReason(terminal, g.recvEnd)
 	}
 	return g.recvEnd
 }
@@ -184,4 +184,16 @@ func (rs *RotatingSession) finalLocked() error {
 // end; any other error is yielded once and ends it. It is single-use.
 func (rs *RotatingSession) Messages(ctx context.Context) iter.Seq2[Message, error] {
 	return messagesOf(ctx, rs.Recv)
+}
+
+// withEndReason returns a *ReconnectError whose cause is the stand-in for
+// a stream's end (its session knew only that the stream was over when the
+// rotator gave up) with the reason Recv decoded for that stream, end;
+// any other err as it is.
+func withEndReason(err, end error) error {
+	var re *ReconnectError
+	if !errors.As(err, &re) || !errors.Is(re.Err, ErrStreamEnded) || end == nil || end == io.EOF {
+		return err
+	}
+	return &ReconnectError{Reconnects: re.Reconnects, Err: end}
 }

@@ -187,18 +187,18 @@ func (s *Session) lockSend(ctx context.Context) error {
 
 func (s *Session) unlockSend() { s.sendLock.Unlock() }
 
-// sendable returns why Send cannot proceed, or nil. The send lock is held.
+// sendable returns why Send cannot proceed, or nil: it decides from the
+// session's phase (a send side over, in phaseSendOver or phaseEnded,
+// reports why). The session's context counts as phaseEnded as soon as it
+// is done: the hook that moves the phase when the context given to Open
+// ends runs just after. The send lock is held.
 func (s *Session) sendable() error {
-	if s.state.userClosed.Load() {
+	switch {
+	case s.state.userClosed.Load():
 		return ErrSessionClosed
-	}
-	if s.sendClosed {
+	case s.sendClosed:
 		return ErrSendClosed
-	}
-	if s.state.isOver.Load() {
-		return s.sendCause()
-	}
-	if s.ctx.Err() != nil {
+	case s.state.sendOver(), s.ctx.Err() != nil:
 		return s.sendCause()
 	}
 	return nil
@@ -223,7 +223,7 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 	if err := ctx.Err(); err != nil {
 		return s.interrupted(err, midMessage)
 	}
-	if s.state.isOver.Load() {
+	if s.state.sendOver() {
 		// The stream is over: nothing more reaches the model. Report why,
 		// leaving the session, and the messages Recv has yet to return,
 		// alone.

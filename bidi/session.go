@@ -75,9 +75,9 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // or an error wrapping io.ErrUnexpectedEOF or matching [ErrDeadPeer]; Recv
 // returns io.EOF only when the service ended the stream cleanly.
 type Session struct {
-	// Lock order: sendLock before pipe.mu, pipe.mu before the engine's
-	// connection lock (a body's ready callback); recvLock before the
-	// engine stream's lock (ReadNow, Peek); state.mu is innermost. No
+	// Lock order: sendLock before pipe.mu (which is also the state's
+	// lock), pipe.mu before the engine's connection lock (a body's ready
+	// callback); recvLock before the engine stream's lock (Read, Peek). No
 	// callback of the engine runs under an engine lock (see the
 	// transport's doc.go). docs/design.md draws the whole picture.
 
@@ -160,9 +160,16 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 	if s.maxMessage <= 0 {
 		s.maxMessage = DefaultMaxMessageSize
 	}
-	s.state.init()
+	s.state.init(&s.pipe.mu)
 	s.ctx, s.cancel = context.WithCancelCause(parent)
 	s.pipe.init(c.options.ReplayLimit)
+	s.rx.wake = make(chan struct{}, 1)
+	// However the context ends (the one given to Open among the ways),
+	// the session is ended, and a waiting Recv woken.
+	context.AfterFunc(s.ctx, func() {
+		s.end(s.sessionErr(), endSession, endDefinite)
+		signal(s.rx.wake)
+	})
 	return s
 }
 
@@ -349,6 +356,7 @@ func (s *Session) run(a *attempt) {
 		s.startReceiving(st)
 		s.resp = headResponse(resp.StatusCode, resp.Header)
 		s.obs.response(resp.StatusCode)
+		s.answered()
 		close(s.respReady)
 		if s.c.logOn {
 			s.logf(logging.Debug, "bidi: session with endpoint %q answered: HTTP %d after %d attempt(s)", s.input.EndpointName, resp.StatusCode, a.n)
