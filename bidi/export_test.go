@@ -22,8 +22,8 @@ func SetAnsweredHook(f func(*Session)) (restore func()) {
 // FlowBlocked reports whether the session's request is held back by
 // HTTP/2 flow control: the server has taken all the window it gave.
 func FlowBlocked(s *Session) bool {
-	st := s.stream.Load()
-	return st != nil && st.SendBlocked()
+	a := s.cur.Load()
+	return a != nil && a.st.SendBlocked()
 }
 
 // StreamOver returns a channel closed once the session knows its response
@@ -33,18 +33,18 @@ func StreamOver(s *Session) <-chan struct{} { return s.state.over }
 // UnreadBytes returns how many response bytes the session's stream holds
 // that Recv has not taken.
 func UnreadBytes(s *Session) int {
-	st := s.stream.Load()
-	if st == nil {
+	a := s.cur.Load()
+	if a == nil {
 		return 0
 	}
-	return st.Buffered()
+	return a.st.Buffered()
 }
 
 // StalledByUnreadReplies reports whether the session's request is held
 // back by flow control while response bytes wait unread.
 func StalledByUnreadReplies(s *Session) bool {
-	st := s.stream.Load()
-	return st != nil && st.Buffered() > 0 && st.SendBlocked()
+	a := s.cur.Load()
+	return a != nil && a.st.Buffered() > 0 && a.st.SendBlocked()
 }
 
 // RotatingStreamOver returns a channel closed once the response stream

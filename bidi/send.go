@@ -272,10 +272,11 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 // nobody has read fill the response's window, as with a model that
 // echoes and a caller that sends without calling Recv.
 func (s *Session) flowStall(err error) error {
-	st := s.stream.Load()
-	if st == nil {
+	a := s.cur.Load()
+	if a == nil || a.st == nil {
 		return err
 	}
+	st := a.st
 	unread := st.Buffered()
 	if unread == 0 || !st.SendBlocked() {
 		return err

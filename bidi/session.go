@@ -15,7 +15,6 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
-	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/backoff"
 )
 
@@ -128,9 +127,9 @@ type Session struct {
 	midMessage bool         // the last part delivered was PARTIAL
 	maxMessage int
 
-	// stream is the current attempt's engine stream (nil before it),
-	// reset by Close.
-	stream atomic.Pointer[transport.Stream]
+	// cur is the current attempt (nil before the first), which Close
+	// aborts; set by newAttempt on the run goroutine (and Open's).
+	cur atomic.Pointer[attempt]
 
 	// obs traces and measures the session (nil when unobserved); its
 	// methods say which goroutine calls them.
@@ -222,8 +221,8 @@ func (s *Session) Close() error {
 		}
 	}
 	s.end(ErrSessionClosed, endSession, endDefinite)
-	if st := s.stream.Load(); st != nil {
-		st.Close() // now, not when the context's watchers run
+	if a := s.cur.Load(); a != nil {
+		a.abort() // now, not when the context's watchers run
 	}
 	return nil
 }
@@ -257,39 +256,6 @@ func (s *Session) sessionErr() error {
 	return ErrSessionClosed
 }
 
-// attempt is one HTTP request of a session; a retried open makes another.
-type attempt struct {
-	n      int
-	req    *http.Request
-	body   *reqBody
-	cancel context.CancelFunc
-}
-
-// newAttempt retrieves credentials, signs a new request whose body is
-// attached to the session's pipe and returns it, ready to send.
-func (s *Session) newAttempt(n int) (*attempt, error) {
-	creds, err := retrieveCredentials(s.ctx, s.opts.Credentials, s.c.now())
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	req, seed, err := s.c.newRequest(ctx, s.url, &s.input, creds, s.c.now())
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	body := newReqBody(&s.pipe, eventstream.NewSigner(creds, s.opts.Region, signingName, seed, func(o *eventstream.SignerOptions) {
-		o.Now = s.c.now
-	}))
-	// The body starts with the first queued part: a retried attempt
-	// sends everything sent so far again, on its own chain.
-	if err := s.pipe.attach(body); err != nil {
-		cancel()
-		return nil, err
-	}
-	return &attempt{n: n, req: req, body: body, cancel: cancel}, nil
-}
-
 // errCannotReplay is the error of an attempt that cannot be made because
 // what earlier attempts sent is no longer fully recorded.
 var errCannotReplay = errors.New("bidi: cannot resend the request: more than ReplayLimit bytes were sent")
@@ -300,7 +266,7 @@ var errCannotReplay = errors.New("bidi: cannot resend the request: more than Rep
 func (s *Session) run(a *attempt) {
 	defer func() {
 		if a != nil { // nil when nextAttempt failed the session
-			a.cancel()
+			a.abort()
 		}
 	}()
 	if s.obs != nil {
@@ -308,7 +274,7 @@ func (s *Session) run(a *attempt) {
 	}
 	for {
 		s.obs.attempt()
-		st, resp, err := s.roundTrip(a)
+		resp, err := a.roundTrip(s)
 		if err != nil {
 			if !s.retryRefused(err) {
 				s.fail(s.refusalError(s.transportError(err)))
@@ -321,8 +287,8 @@ func (s *Session) run(a *attempt) {
 			continue
 		}
 		if resp.StatusCode/100 != 2 {
-			body, _ := st.ReadAll(maxErrorBody)
-			st.Close()
+			body, _ := a.st.ReadAll(maxErrorBody)
+			a.abort()
 			err := responseError(resp.StatusCode, resp.Header, io.NopCloser(bytes.NewReader(body)))
 			s.pipe.detach() // this attempt's body takes no more parts
 			delay, ok := s.retry(a, err)
@@ -340,7 +306,7 @@ func (s *Session) run(a *attempt) {
 			// A 200 that is not an event stream (a proxy's page, a
 			// misrouted request) is not the model's answer, even when
 			// its body is empty.
-			st.Close()
+			a.abort()
 			s.fail(fmt.Errorf("%w: HTTP %d with Content-Type %q, want %q", ErrMalformedResponse, resp.StatusCode, cleanText(resp.Header.Get("Content-Type")), contentTypeEventStream))
 			return
 		}
@@ -349,11 +315,10 @@ func (s *Session) run(a *attempt) {
 		}
 		// The model has answered: never retry from here on.
 		s.pipe.stopReplay()
-		defer st.Close()
 		if h := testHookAnswered.Load(); h != nil {
 			(*h)(s)
 		}
-		s.startReceiving(st)
+		s.startReceiving(a.st)
 		s.resp = headResponse(resp.StatusCode, resp.Header)
 		s.obs.response(resp.StatusCode)
 		s.answered()
@@ -374,7 +339,7 @@ var testHookAnswered atomic.Pointer[func(*Session)]
 // returns nil after failing the session if the wait or the new attempt
 // failed.
 func (s *Session) nextAttempt(a *attempt, delay time.Duration) *attempt {
-	a.cancel()
+	a.abort()
 	if !backoff.Sleep(s.ctx, delay) {
 		s.fail(s.sessionErr())
 		return nil
