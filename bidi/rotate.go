@@ -306,7 +306,8 @@ func (e *ReconnectError) Unwrap() error { return e.Err }
 // receiving goroutine, inside Recv.
 //
 // Memory: an old stream is released once Recv has returned all its
-// replies; until then it holds what a [Session] reads ahead. Read the
+// replies; until then it holds the replies its connection buffered (at
+// most a stream's receive window) and one its pump holds. Read the
 // replies: a session whose replies are not read keeps every stream it
 // rotated away from until the service ends it. The replay window holds
 // at most ReplayBytes of message data.
