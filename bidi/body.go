@@ -69,8 +69,14 @@ type sendPipe struct {
 	overflow    bool // taken parts were dropped: no replay possible
 	replayLimit int
 
-	space       chan struct{} // cap 1: the transport took parts
-	spaceWanted bool          // a Send found the queue full and waits on space
+	// space (cap 1) is signalled when the writer reads the body: its first
+	// read (dispatched), and whenever it takes parts that a Send waiting
+	// for room (spaceWanted) wants. Open waits on it for the first read,
+	// Send for room; they never wait at once (no Send runs before Open
+	// returns the session), and a token one of them leaves costs the
+	// other a look at the queue.
+	space       chan struct{}
+	spaceWanted bool
 
 	ended bool  // CloseSend: after the parts, the end frame, then io.EOF
 	err   error // the session failed: ReadNow returns err
@@ -86,24 +92,29 @@ type sendPipe struct {
 	filling bool
 	roff    int
 
-	dispatched     chan struct{} // see markDispatched
-	dispatchedDone bool
+	dispatched bool // the writer has read the body: its request is on its way
 }
 
 func (p *sendPipe) init(replayLimit int) {
 	p.space = make(chan struct{}, 1)
-	p.dispatched = make(chan struct{})
 	p.retain = true
 	p.replayLimit = max(replayLimit, 0)
 }
 
 // markDispatchedLocked records that the transport has sent the request
-// headers: it reads the body. p.mu is held.
+// headers (it reads the body) and signals space. p.mu is held.
 func (p *sendPipe) markDispatchedLocked() {
-	if !p.dispatchedDone {
-		p.dispatchedDone = true
-		close(p.dispatched)
+	if !p.dispatched {
+		p.dispatched = true
+		signal(p.space)
 	}
+}
+
+// wasDispatched reports whether the transport has read the body.
+func (p *sendPipe) wasDispatched() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dispatched
 }
 
 // start returns the offset of part i in q.
