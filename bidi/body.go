@@ -171,7 +171,9 @@ func (p *sendPipe) enqueueFramed(part *wire.Part, size int) (bool, error) {
 		p.mu.Unlock()
 		return false, nil
 	}
-	p.compact()
+	if cap(p.q)-len(p.q) < envLen {
+		p.compact() // make room at the tail from what the writer took
+	}
 	if p.q == nil {
 		p.q, p.qh = queuePool.Get()
 	}
@@ -198,7 +200,11 @@ func (p *sendPipe) enqueueFramed(part *wire.Part, size int) (bool, error) {
 	}
 	p.q = p.q[:start+envLen]
 	p.ends = append(p.ends, len(p.q))
-	p.compact() // what the writer took while this part was signed
+	if p.sent == len(p.ends)-1 && p.roff == 0 {
+		// The writer took everything before this part while it was
+		// signed: drop that now, as it would have.
+		p.compact()
+	}
 	p.wake()
 	return true, nil
 }
