@@ -150,9 +150,10 @@ func (s *Session) lockRecv(ctx context.Context) error {
 // engine reports it (watch): Send then reports that the stream ended and
 // Recv, once it gets there, why.
 //
-// Owners: src and dec are set by the run goroutine before it closes
-// respReady, and read only after it (by Recv, under recvLock); part is
-// guarded by recvLock; wake is safe for concurrent use.
+// Owners: src and dec are set by the run goroutine before it moves the
+// phase to phaseStreaming and closes respReady, and read only once one of
+// them shows it (by Recv, under recvLock: awaitStream); part is guarded
+// by recvLock; wake is made by newSession and safe for concurrent use.
 type receiver struct {
 	src  *transport.Stream
 	dec  *eventstream.Decoder
