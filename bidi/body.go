@@ -3,6 +3,7 @@ package bidi
 import (
 	"errors"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
@@ -27,22 +28,31 @@ const sendQueueBytes = 64 << 10
 // ReadNow. The engine only sees it after it has given up on the body.
 var errBodyDone = errors.New("bidi: request body closed")
 
-// sendPipe is the request body side of a session: a bounded queue of
-// committed inner messages (encoded PayloadParts, unsigned) between Send
-// and the HTTP transport.
+// sendPipe is the request body side of a session: a bounded queue
+// between Send and the connection's writer, in one of two modes.
 //
-// The engine reads through a reqBody, one per HTTP attempt. Each ReadNow
-// signs as many queued parts as fit in the transport's buffer, on that
-// attempt's signature chain, so one read (one DATA frame, one write)
-// carries every part that queued up while the previous one was written.
-// The transport reads again only after writing, within HTTP/2 flow
+// Before the response head (replay mode), the queue holds committed inner
+// messages (encoded PayloadParts, unsigned). The engine reads through a
+// reqBody, one per HTTP attempt, whose ReadNow signs as many queued parts
+// as fit in the transport's buffer on that attempt's chain. Parts the
+// transport took stay in the queue, as replay records, until the service
+// answers: a retried attempt sends them again, re-signed on its own chain.
+// If they exceed the replay limit they are dropped and the session can no
+// longer be retried.
+//
+// Once the service answered (stopReplay), no attempt follows, so the
+// signatures can be made ahead: stopReplay signs what is still queued, and
+// from then on (framed mode) Send encodes and signs each part in place in
+// the queue on its own goroutine (enqueueFramed), outside p.mu, and the
+// writer's ReadNow only copies finished envelopes. The signing cost of a
+// connection's streams is then spread over their senders instead of
+// serialized on its writer.
+//
+// In both modes one read (one DATA frame) carries every envelope that fits,
+// and the transport reads again only after writing, within HTTP/2 flow
 // control, so when the service stops reading, the queue fills and Send
-// blocks: at most sendQueueBytes wait here, plus one transport buffer.
-//
-// Parts the transport took stay in the queue, as replay records, until the
-// service answers: a retried attempt sends them again, re-signed on its
-// own chain. If they exceed the replay limit they are dropped and the
-// session can no longer be retried.
+// blocks: at most sendQueueBytes wait here (or one larger part), plus one
+// transport buffer.
 type sendPipe struct {
 	mu sync.Mutex
 
@@ -59,30 +69,52 @@ type sendPipe struct {
 	overflow    bool // taken parts were dropped: no replay possible
 	replayLimit int
 
-	space       chan struct{} // cap 1: the transport took parts
-	spaceWanted bool          // a Send found the queue full and waits on space
+	// space (cap 1) is signalled when the writer reads the body: its first
+	// read (dispatched), and whenever it takes parts that a Send waiting
+	// for room (spaceWanted) wants. Open waits on it for the first read,
+	// Send for room; they never wait at once (no Send runs before Open
+	// returns the session), and a token one of them leaves costs the
+	// other a look at the queue.
+	space       chan struct{}
+	spaceWanted bool
 
 	ended bool  // CloseSend: after the parts, the end frame, then io.EOF
 	err   error // the session failed: ReadNow returns err
 
-	dispatched     chan struct{} // see markDispatched
-	dispatchedDone bool
+	// Framed mode (see above), entered once by stopReplay: q holds signed
+	// envelopes, which Send signs with signer while it holds the
+	// session's send lock. filling is set while a Send writes an envelope
+	// past len(q), outside mu: q is then neither compacted nor released.
+	// roff counts the bytes of envelope sent that the writer took already.
+	// In framed mode ended means that the end frame is queued.
+	framed  bool
+	signer  *eventstream.Signer
+	filling bool
+	roff    int
+
+	dispatched bool // the writer has read the body: its request is on its way
 }
 
 func (p *sendPipe) init(replayLimit int) {
 	p.space = make(chan struct{}, 1)
-	p.dispatched = make(chan struct{})
 	p.retain = true
 	p.replayLimit = max(replayLimit, 0)
 }
 
 // markDispatchedLocked records that the transport has sent the request
-// headers: it reads the body. p.mu is held.
+// headers (it reads the body) and signals space. p.mu is held.
 func (p *sendPipe) markDispatchedLocked() {
-	if !p.dispatchedDone {
-		p.dispatchedDone = true
-		close(p.dispatched)
+	if !p.dispatched {
+		p.dispatched = true
+		signal(p.space)
 	}
+}
+
+// wasDispatched reports whether the transport has read the body.
+func (p *sendPipe) wasDispatched() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dispatched
 }
 
 // start returns the offset of part i in q.
@@ -93,15 +125,21 @@ func (p *sendPipe) start(i int) int {
 	return p.ends[i-1]
 }
 
-// enqueue appends the encoding of part's PayloadPart event if the queue
-// has room. It reports false when the queue is full. p.mu is not held.
+// enqueue queues part's PayloadPart event if the queue has room. It
+// reports false when the queue is full. In framed mode the caller holds
+// the session's send lock (the part is signed: see enqueueFramed). p.mu is
+// not held.
 func (p *sendPipe) enqueue(part *wire.Part) (bool, error) {
 	size := wire.PartMessageLen(part)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.err != nil {
+		p.mu.Unlock()
 		return false, p.err
 	}
+	if p.framed {
+		return p.enqueueFramed(part, size) // unlocks
+	}
+	defer p.mu.Unlock()
 	if waiting := len(p.q) - p.start(p.sent); waiting > 0 && waiting+size > sendQueueBytes {
 		p.spaceWanted = true
 		return false, nil
@@ -119,13 +157,71 @@ func (p *sendPipe) enqueue(part *wire.Part) (bool, error) {
 	return true, nil
 }
 
+// enqueueFramed queues part, whose inner message is size bytes, as a
+// signed envelope: it reserves room at the end of q, then, with p.mu
+// released, encodes the message in place and signs it there, and commits
+// it. The chain advances only for a part that is queued: room is decided
+// first, and nothing fails once signing began. p.mu is held on entry and
+// released on return; the caller holds the session's send lock, which
+// makes it the only one signing or filling.
+func (p *sendPipe) enqueueFramed(part *wire.Part, size int) (bool, error) {
+	envLen := envelopeOverhead + size
+	if waiting := p.waitingFramed(); waiting > 0 && waiting+envLen > sendQueueBytes {
+		p.spaceWanted = true
+		p.mu.Unlock()
+		return false, nil
+	}
+	if cap(p.q)-len(p.q) < envLen {
+		p.compact() // make room at the tail from what the writer took
+	}
+	if p.q == nil {
+		p.q, p.qh = queuePool.Get()
+	}
+	start := len(p.q)
+	p.q = slices.Grow(p.q, envLen)
+	env := p.q[start : start+envLen]
+	signer := p.signer
+	p.filling = true
+	p.mu.Unlock()
+
+	inner, err := wire.AppendPartMessage(env[envelopePrefix:envelopePrefix], part)
+	if err == nil && (len(inner) != size || &inner[0] != &env[envelopePrefix]) {
+		err = errors.New("bidi: part encoded outside its envelope") // a bug, not an input
+	}
+	if err == nil {
+		err = signer.SealMessage(env)
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.filling = false
+	if err != nil {
+		return false, err
+	}
+	p.q = p.q[:start+envLen]
+	p.ends = append(p.ends, len(p.q))
+	if p.sent == len(p.ends)-1 && p.roff == 0 {
+		// The writer took everything before this part while it was
+		// signed: drop that now, as it would have.
+		p.compact()
+	}
+	p.wake()
+	return true, nil
+}
+
+// waitingFramed returns how many bytes of the queue the writer has yet
+// to take, in framed mode. p.mu is held.
+func (p *sendPipe) waitingFramed() int {
+	return len(p.q) - p.start(p.sent) - p.roff
+}
+
 // taken records that the current body took parts up to p.sent: it drops
 // them unless they are kept for replay, and wakes a blocked Send.
 func (p *sendPipe) taken() {
 	if p.retain && p.sent > 0 && p.ends[p.sent-1] > p.replayLimit {
 		p.retain, p.overflow = false, true
 	}
-	if !p.retain {
+	if !p.retain && !p.filling {
 		p.compact()
 	}
 	if p.spaceWanted {
@@ -181,6 +277,11 @@ func (p *sendPipe) detach() {
 func (p *sendPipe) fail(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.failLocked(err)
+}
+
+// failLocked is fail with p.mu held (the session's end holds it).
+func (p *sendPipe) failLocked(err error) {
 	if p.err == nil {
 		p.err = err
 	}
@@ -189,13 +290,60 @@ func (p *sendPipe) fail(err error) {
 	}
 }
 
-// stopReplay drops the replay records: the service has answered, so the
-// session will never be retried.
+// stopReplay drops the replay records, the service having answered, so
+// that the session will never be retried, and enters framed mode: what is
+// queued is signed now, on the current body's chain, which Send continues.
 func (p *sendPipe) stopReplay() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.retain = false
 	p.compact()
+	if b := p.body; b != nil && !b.killed && p.err == nil && !p.framed {
+		if err := p.frame(b); err != nil {
+			p.err = wrapEncodeError(err)
+			b.kill()
+		}
+	}
+}
+
+// frame enters framed mode with body b: the rest of an envelope b was
+// handing out, the queued parts (signed now) and a requested end frame
+// become the signed queue. p.mu is held; nothing is filling.
+func (p *sendPipe) frame(b *reqBody) error {
+	p.framed, p.signer = true, b.signer
+	pending := p.sent < len(p.ends) || len(b.rest) > 0 || (p.ended && !b.endSent)
+	if !pending {
+		return nil // the common case: nothing waits; Send signs from here on
+	}
+	fq, fh := queuePool.Get()
+	var fends []int
+	if len(b.rest) > 0 {
+		fq = append(fq, b.rest...)
+		fends = append(fends, len(fq))
+		if b.restPart {
+			p.sent++ // that part is in fq
+		}
+		b.rest = nil
+		b.releaseEnv()
+	}
+	for i := p.sent; i < len(p.ends); i++ {
+		var err error
+		if fq, err = b.signer.AppendPayload(fq, p.q[p.start(i):p.ends[i]]); err != nil {
+			return err
+		}
+		fends = append(fends, len(fq))
+	}
+	if p.ended && !b.endSent {
+		b.endSent = true
+		fq = b.signer.AppendEnd(fq)
+		fends = append(fends, len(fq))
+	}
+	p.q = p.q[:0]
+	queuePool.Release(&p.q, &p.qh)
+	p.q, p.qh = fq, fh
+	p.ends = append(p.ends[:0], fends...)
+	p.sent, p.roff = 0, 0
+	return nil
 }
 
 // canReplay reports whether a new attempt could send again everything
@@ -206,12 +354,21 @@ func (p *sendPipe) canReplay() bool {
 	return p.retain && !p.overflow
 }
 
-// end asks for the end frame once every queued part is sent.
+// end asks for the end frame once every queued part is sent; in framed
+// mode it signs and queues it. The caller holds the session's send lock.
 func (p *sendPipe) end() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
 	p.ended = true
+	if p.framed && p.err == nil {
+		p.compact()
+		p.q = p.signer.AppendEnd(p.q)
+		p.ends = append(p.ends, len(p.q))
+	}
 	p.wake()
-	p.mu.Unlock()
 }
 
 func (p *sendPipe) wake() {
@@ -259,9 +416,9 @@ func (b *reqBody) Bind(ready func()) {
 }
 
 // ReadNow gives the engine's writer the next envelopes: every queued part
-// that fits in dst, signed, or the rest of one that did not fit; after
-// CloseSend, the end frame and io.EOF. It never blocks, and returns 0, nil
-// when nothing is queued.
+// that fits in dst, signed (already, in framed mode), or the rest of one
+// that did not fit; after CloseSend, the end frame and io.EOF. It never
+// blocks, and returns 0, nil when nothing is queued.
 func (b *reqBody) ReadNow(dst []byte) (int, error) {
 	if len(dst) == 0 {
 		return 0, nil
@@ -269,49 +426,78 @@ func (b *reqBody) ReadNow(dst []byte) (int, error) {
 	p := b.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n, _, err := b.readLocked(dst)
-	return n, err
-}
-
-// readLocked is one step of ReadNow: ok is false when there is nothing to
-// read yet. p.mu is held.
-func (b *reqBody) readLocked(dst []byte) (n int, ok bool, err error) {
-	p := b.p
 	p.markDispatchedLocked()
 	switch {
 	case b.killed:
-		return 0, true, errBodyDone
+		return 0, errBodyDone
 	case p.err != nil:
-		return 0, true, p.err
+		return 0, p.err
+	case p.framed:
+		return b.readFramed(dst)
+	}
+	return b.readLocked(dst)
+}
+
+// readFramed copies signed envelopes into dst: every whole one that fits,
+// or a piece of the first; io.EOF follows the end frame. p.mu is held.
+func (b *reqBody) readFramed(dst []byte) (int, error) {
+	p := b.p
+	n := 0
+	for p.sent < len(p.ends) {
+		env := p.q[p.start(p.sent)+p.roff : p.ends[p.sent]]
+		if len(env) > len(dst)-n {
+			if n == 0 {
+				n = copy(dst, env)
+				p.roff += n
+			}
+			break
+		}
+		n += copy(dst[n:], env)
+		p.sent++
+		p.roff = 0
+	}
+	if n > 0 {
+		p.taken()
+	}
+	if p.ended && p.sent == len(p.ends) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// readLocked is one read in replay mode: it signs what it hands out.
+// p.mu is held.
+func (b *reqBody) readLocked(dst []byte) (n int, err error) {
+	p := b.p
+	switch {
 	case len(b.rest) > 0:
 		n := copy(dst, b.rest)
 		b.rest = b.rest[n:]
 		if len(b.rest) > 0 {
-			return n, true, nil
+			return n, nil
 		}
 		b.releaseEnv()
 		if b.restPart {
 			p.sent++
 			p.taken()
-			return n, true, nil
+			return n, nil
 		}
-		return n, true, io.EOF // the end frame
+		return n, io.EOF // the end frame
 	case b.endSent:
-		return 0, true, io.EOF
+		return 0, io.EOF
 	case p.sent < len(p.ends):
-		n, err := b.readParts(dst)
-		return n, true, err
+		return b.readParts(dst)
 	case p.ended:
 		b.endSent = true
 		if len(dst) >= envelopeOverhead {
-			return len(b.signer.AppendEnd(dst[:0])), true, io.EOF
+			return len(b.signer.AppendEnd(dst[:0])), io.EOF
 		}
 		b.env = b.signer.AppendEnd(b.env[:0])
 		n := copy(dst, b.env)
 		b.rest, b.restPart = b.env[n:], false
-		return n, true, nil
+		return n, nil
 	}
-	return 0, false, nil
+	return 0, nil
 }
 
 // releaseEnv gives the envelope buffer back to envPool once its bytes

@@ -276,7 +276,7 @@ func TestPipeFail(t *testing.T) {
 func TestEncodePartAllocs(t *testing.T) {
 	c := &Client{options: Options{Padding: BucketPadding, PaddingSource: bytes.NewReader(make([]byte, 1<<20))}}
 	s := &Session{c: c, opts: &c.options, ctx: context.Background()}
-	s.state.init()
+	s.state.init(&s.pipe.mu)
 	data := make([]byte, 256)
 	s.encodePart(context.Background(), Part{Data: data, Complete: true})
 	if n := testing.AllocsPerRun(100, func() {
@@ -310,5 +310,117 @@ func TestEncodePartContentType(t *testing.T) {
 		if want := len(data) > 0; has != want {
 			t.Errorf("%d-byte part: :content-type present %v, want %v", len(data), has, want)
 		}
+	}
+}
+
+// TestPipeFramed: once the service answered (stopReplay), parts queued
+// before are signed then, a part is signed when Send queues it (the queue
+// holds finished envelopes before any read), and the writer's reads only
+// copy them: the stream verifies on one chain across the switch, for
+// reads of every size, and an end frame requested before or after the
+// switch ends it.
+func TestPipeFramed(t *testing.T) {
+	for _, n := range []int{1, 7, 100, 64 << 10} {
+		for _, endBefore := range []bool{false, true} {
+			p := newTestPipe(1 << 20)
+			b := newReqBody(p, testSigner(seedA))
+			p.attach(b)
+			mustEnqueue(t, p, partMessage("one"))
+			mustEnqueue(t, p, partMessage(strings.Repeat("2", 300)))
+			// The writer is in the middle of the second envelope.
+			buf := make([]byte, 200)
+			k, err := b.ReadNow(buf[:min(n, 200)])
+			if err != nil {
+				t.Fatal(err)
+			}
+			head := append([]byte(nil), buf[:k]...)
+			mustEnqueue(t, p, partMessage("three"))
+			if endBefore {
+				p.end()
+			}
+			p.stopReplay()
+			if !p.framed {
+				t.Fatal("not framed after stopReplay")
+			}
+			want := "one " + strings.Repeat("2", 300) + " three"
+			if !endBefore {
+				mustEnqueue(t, p, partMessage("four"))
+				// Signed by enqueue, before any read: the queue's last
+				// envelope verifies on its own, chained after "three".
+				want += " four"
+				p.end()
+			}
+			rest := <-reader(b, n)
+			got := verifyStream(t, append(head, rest...), seedA)
+			if strings.Join(got, " ") != want+" <end>" {
+				t.Fatalf("reads of %d, end before the switch %v: got %q", n, endBefore, got)
+			}
+			if len(p.q) != 0 {
+				t.Fatalf("%d bytes kept after every envelope was taken", len(p.q))
+			}
+		}
+	}
+}
+
+// TestPipeFramedSignsOnEnqueue: in framed mode a queued part is a finished
+// envelope before the writer reads it, so the writer's read is a copy.
+func TestPipeFramedSignsOnEnqueue(t *testing.T) {
+	p := newTestPipe(0)
+	b := newReqBody(p, testSigner(seedA))
+	p.attach(b)
+	p.stopReplay()
+	mustEnqueue(t, p, partMessage("signed by Send"))
+	queued := append([]byte(nil), p.q...)
+	if got := verifyStream(t, queued, seedA); len(got) != 1 || got[0] != "signed by Send" {
+		t.Fatalf("queue holds %q, want one signed envelope", got)
+	}
+	buf := make([]byte, 4096)
+	n, err := b.ReadNow(buf)
+	if err != nil || !bytes.Equal(buf[:n], queued) {
+		t.Fatalf("ReadNow = %d, %v; want the queued envelope as it is", n, err)
+	}
+}
+
+// TestPipeFramedQueueBound: in framed mode the queue admits envelopes up
+// to sendQueueBytes (a large one only when it is empty), and a part that
+// finds no room is not signed: the chain does not advance for it.
+func TestPipeFramedQueueBound(t *testing.T) {
+	p := newTestPipe(0)
+	b := newReqBody(p, testSigner(seedA))
+	p.attach(b)
+	p.stopReplay()
+	part := partMessage(strings.Repeat("q", 1000))
+	queued := 0
+	for {
+		ok, err := p.enqueue(part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		queued++
+	}
+	if size := wire.PartMessageLen(part) + envelopeOverhead; queued*size > sendQueueBytes || (queued+1)*size <= sendQueueBytes {
+		t.Fatalf("%d envelopes of %d bytes queued, bound %d", queued, size, sendQueueBytes)
+	}
+	sig := p.signer.PrevSignature()
+	if ok, _ := p.enqueue(part); ok || p.signer.PrevSignature() != sig {
+		t.Fatal("a part refused for want of room advanced the chain")
+	}
+	first := make([]byte, 8<<10)
+	n, err := b.ReadNow(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.space:
+	default:
+		t.Fatal("no room signalled after a Read")
+	}
+	mustEnqueue(t, p, part)
+	p.end()
+	if got := verifyStream(t, append(first[:n], <-reader(b, 8<<10)...), seedA); len(got) != queued+2 || got[len(got)-1] != "<end>" {
+		t.Fatalf("stream carried %d envelopes, want %d parts and the end", len(got), queued+1)
 	}
 }

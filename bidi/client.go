@@ -138,40 +138,38 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 	if testHookOpenWait != nil {
 		testHookOpenWait(s)
 	}
-	ready := s.pipe.dispatched
-	if in.AwaitResponse || c.options.AwaitResponse {
-		ready = s.respReady
-	}
-	select {
-	case <-ready:
-		if ready == s.respReady && s.resp == nil {
-			err := s.sessionErr()
-			s.Close()
-			return nil, err
+	await := in.AwaitResponse || c.options.AwaitResponse
+	for {
+		if !await && s.pipe.wasDispatched() {
+			return s, nil
 		}
-	case <-s.respReady:
-		if s.resp == nil {
-			err := s.sessionErr()
-			s.Close()
-			return nil, err
-		}
-	case <-s.ctx.Done():
-		// The session may have ended after the model answered (a stream
-		// cut short, a mid-stream error): it is then the caller's, with
-		// the messages received before the end and its reason. Only a
-		// request that failed before the response headers fails Open.
 		select {
+		case <-s.pipe.space: // the writer read the body: look again
 		case <-s.respReady:
-			if s.resp != nil {
-				return s, nil
+			if s.resp == nil {
+				err := s.sessionErr()
+				s.Close()
+				return nil, err
 			}
-		default:
+			return s, nil
+		case <-s.ctx.Done():
+			// The session may have ended after the model answered (a
+			// stream cut short, a mid-stream error): it is then the
+			// caller's, with the messages received before the end and
+			// its reason. Only a request that failed before the
+			// response headers fails Open.
+			select {
+			case <-s.respReady:
+				if s.resp != nil {
+					return s, nil
+				}
+			default:
+			}
+			err := s.sessionErr()
+			s.Close()
+			return nil, err
 		}
-		err := s.sessionErr()
-		s.Close()
-		return nil, err
 	}
-	return s, nil
 }
 
 // testHookOpenWait, if set (by tests), is called by Open after it started

@@ -10,10 +10,6 @@ func SetOpenHook(f func(*Session)) (restore func()) {
 	return func() { testHookOpenWait = nil }
 }
 
-// ReadAheadRounds returns how many times the session's goroutine was
-// woken to read ahead of Recv.
-func ReadAheadRounds(s *Session) int64 { return s.rx.bgRounds.Load() }
-
 // SetAnsweredHook makes the session's goroutine call f once the model has
 // answered, before the response stream is made readable. It returns a
 // function that removes f. Tests that set it must not run in parallel
@@ -26,15 +22,29 @@ func SetAnsweredHook(f func(*Session)) (restore func()) {
 // FlowBlocked reports whether the session's request is held back by
 // HTTP/2 flow control: the server has taken all the window it gave.
 func FlowBlocked(s *Session) bool {
-	st := s.stream.Load()
-	return st != nil && st.SendBlocked()
+	a := s.cur.Load()
+	return a != nil && a.st.SendBlocked()
+}
+
+// StreamOver returns a channel closed once the session knows its response
+// stream is over (ended or failed), before Recv has decoded the end.
+func StreamOver(s *Session) <-chan struct{} { return s.state.over }
+
+// UnreadBytes returns how many response bytes the session's stream holds
+// that Recv has not taken.
+func UnreadBytes(s *Session) int {
+	a := s.cur.Load()
+	if a == nil {
+		return 0
+	}
+	return a.st.Buffered()
 }
 
 // StalledByUnreadReplies reports whether the session's request is held
 // back by flow control while response bytes wait unread.
 func StalledByUnreadReplies(s *Session) bool {
-	st := s.stream.Load()
-	return st != nil && st.Buffered() > 0 && st.SendBlocked()
+	a := s.cur.Load()
+	return a != nil && a.st.Buffered() > 0 && a.st.SendBlocked()
 }
 
 // RotatingStreamOver returns a channel closed once the response stream

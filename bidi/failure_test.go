@@ -197,10 +197,20 @@ func TestSendAfterModelStreamError(t *testing.T) {
 		}
 	})
 	t.Run("without Recv", func(t *testing.T) {
+		// The error is in-band and the stream stays open: only Recv,
+		// which decodes, learns it (the session decodes nothing by
+		// itself); Send carries on until then, and reports it after.
 		srv := newServer(t, handler)
 		ctx := testCtx(t)
 		sess := open(t, srv.Client(), ctx)
-		check(t, "Send", firstSendError(t, ctx, sess))
+		for _, m := range []string{"go", "still open"} {
+			if err := sess.Send(ctx, bidi.Text(m)); err != nil {
+				t.Fatalf("Send %q before Recv = %v, want nil (the stream is open)", m, err)
+			}
+		}
+		_, err := sess.Recv(ctx)
+		check(t, "Recv", err)
+		check(t, "Send after Recv", sess.Send(ctx, bidi.Text("again")))
 	})
 }
 
@@ -446,11 +456,13 @@ func TestErrorStringsHideEchoedContent(t *testing.T) {
 	}
 }
 
-// TestSendCauseBehindUndeliveredMessages: the service sends more messages
-// than the session reads ahead of Recv, then a ModelStreamError, and ends
-// the stream while the caller receives nothing. Send and CloseSend return
-// the typed cause, not a stand-in: at once when the cause is within the
-// session's look-ahead, else once Recv has reached it.
+// TestSendCauseBehindUndeliveredMessages: the service sends messages,
+// then a ModelStreamError, and ends the stream while the caller receives
+// nothing. As with grpc, Send and CloseSend learn at once that the stream
+// ended (ErrStreamEnded, CloseSend nil), without Recv and without the
+// session decoding anything; Recv returns the messages and then the
+// typed cause, which Send and CloseSend return from then on. The replies
+// wait undecoded in the stream's buffer meanwhile.
 func TestSendCauseBehindUndeliveredMessages(t *testing.T) {
 	isMSE := func(err error) bool {
 		var mse *bidi.ModelStreamError
@@ -468,35 +480,26 @@ func TestSendCauseBehindUndeliveredMessages(t *testing.T) {
 			t.Fatalf("Recv after the messages = %v, want *ModelStreamError", err)
 		}
 	}
-	for _, tc := range []struct {
-		name     string
-		messages int
-		atOnce   bool // the cause is within the look-ahead
-	}{
-		{"within look-ahead", 40, true},
-		{"beyond look-ahead", 100, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, messages := range []int{0, 40, 100} {
+		t.Run(fmt.Sprint(messages, " messages"), func(t *testing.T) {
 			srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
-				for i := 0; i < tc.messages; i++ {
+				for i := 0; i < messages; i++ {
 					st.Send(bidi.Text(fmt.Sprint(i)))
 				}
 				st.SendException("ModelStreamError", []byte(`{"Message":"container died","ErrorCode":"E"}`))
 			}))
 			ctx := testCtx(t)
 			sess := open(t, srv.Client(), ctx)
-			err := firstSendError(t, ctx, sess)
-			if tc.atOnce {
-				if !isMSE(err) {
-					t.Fatalf("Send before Recv = %v, want *ModelStreamError", err)
-				}
-				if err := sess.CloseSend(); !isMSE(err) {
-					t.Fatalf("CloseSend before Recv = %v, want *ModelStreamError", err)
-				}
-			} else if !errors.Is(err, bidi.ErrStreamEnded) {
+			if err := firstSendError(t, ctx, sess); !errors.Is(err, bidi.ErrStreamEnded) {
 				t.Fatalf("Send before Recv = %v, want ErrStreamEnded", err)
 			}
-			drain(t, ctx, sess, tc.messages)
+			if bidi.UnreadBytes(sess) == 0 {
+				t.Fatal("the replies were taken from the stream without Recv")
+			}
+			if err := sess.CloseSend(); err != nil {
+				t.Fatalf("CloseSend before Recv = %v, want nil (the stream ended)", err)
+			}
+			drain(t, ctx, sess, messages)
 			if err := sess.Send(ctx, bidi.Text("x")); !isMSE(err) {
 				t.Fatalf("Send after Recv = %v, want *ModelStreamError", err)
 			}
@@ -567,11 +570,11 @@ func TestResponseErrorShowsActualStatus(t *testing.T) {
 	}
 }
 
-// TestNoLookAheadPastException: the service fills the session's receive
-// queue (32 messages), sends a ModelStreamError and then an unknown event,
-// and ends the stream while nobody receives. The session waits to queue
-// the exception, and the stream's end must not make it read on past the
-// exception: the unknown event is never decoded (it would be logged).
+// TestNoLookAheadPastException: the service sends 32 messages, a
+// ModelStreamError and then an unknown event, and ends the stream while
+// nobody receives. The stream's end must not make the session decode
+// anything, nor Recv read on past the exception: the unknown event is
+// never decoded (it would be logged).
 func TestNoLookAheadPastException(t *testing.T) {
 	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 		for i := 0; i < 32; i++ {
@@ -591,8 +594,8 @@ func TestNoLookAheadPastException(t *testing.T) {
 		var mse *bidi.ModelStreamError
 		return errors.As(err, &mse) && mse.ErrorCode_ == "E"
 	}
-	if err := firstSendError(t, ctx, sess); !isMSE(err) {
-		t.Fatalf("Send = %v, want *ModelStreamError", err) // the exception is decoded
+	if err := firstSendError(t, ctx, sess); !errors.Is(err, bidi.ErrStreamEnded) {
+		t.Fatalf("Send = %v, want ErrStreamEnded", err) // the stream is over
 	}
 	// A negative check: nothing signals that an event did not happen.
 	// This pause gives the transport time to stop the request body, the
@@ -617,8 +620,8 @@ func TestNoLookAheadPastException(t *testing.T) {
 // cut the stream short), Open returns the session, whose Recv returns the
 // message and then the error: Open fails only for a request that failed
 // before the response headers. A hook makes Open check only once the
-// session has ended, so that every case of its wait is ready; over the
-// iterations, any of them would be picked.
+// session knows the stream is over, so that every case of its wait that
+// can be is ready; over the iterations, any of them would be picked.
 func TestOpenAfterStreamEnded(t *testing.T) {
 	frame, _ := eventstream.AppendMessage(nil, &eventstream.Message{
 		Headers: wire.AppendPartHeaders(nil, &wire.Part{DataType: wire.DataTypeUTF8, CompletionState: wire.CompletionComplete}),
@@ -630,7 +633,7 @@ func TestOpenAfterStreamEnded(t *testing.T) {
 	}))
 	t.Cleanup(bidi.SetOpenHook(func(s *bidi.Session) {
 		select {
-		case <-s.Context().Done():
+		case <-bidi.StreamOver(s):
 		case <-time.After(5 * time.Second):
 		}
 	}))

@@ -12,7 +12,9 @@ import (
 // nothing for quiet (counted from the last part received, or from the
 // call), then sends the end frame (CloseSend) and waits for the stream's
 // end; ctx bounds the whole call. Another goroutine must keep reading
-// with Recv (or Messages) meanwhile: Finish does not consume messages.
+// with Recv (or Messages) meanwhile: Finish does not consume messages,
+// and it returns once that Recv has returned the end of the stream, whose
+// reason it reports.
 //
 // It returns nil when the stream ended cleanly or with a normal closure
 // (a [*ModelStreamError] with close code 1000, see
@@ -25,7 +27,7 @@ func (s *Session) Finish(ctx context.Context, quiet time.Duration) error {
 	for {
 		select {
 		case <-s.state.over:
-			return s.finishResult()
+			return s.finishResult(ctx)
 		default:
 		}
 		last := max(s.lastRecv.Load(), start)
@@ -38,7 +40,7 @@ func (s *Session) Finish(ctx context.Context, quiet time.Duration) error {
 		case <-t.C:
 		case <-s.state.over:
 			t.Stop()
-			return s.finishResult()
+			return s.finishResult(ctx)
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
@@ -49,16 +51,22 @@ func (s *Session) Finish(ctx context.Context, quiet time.Duration) error {
 	}
 	select {
 	case <-s.state.over:
-		return s.finishResult()
+		return s.finishResult(ctx)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// finishResult is Finish's verdict once the send side is over: the
-// provisional end (the reason still behind undelivered messages) counts
-// as a clean end; the reader replaces it with the reason once decoded.
-func (s *Session) finishResult() error {
+// finishResult is Finish's verdict once the send side is over. It waits
+// for the session's end: the receiving goroutine's Recv decodes why the
+// stream ended and ends the session with it (the send side's end is a
+// stand-in until then); a clean end or a normal closure is nil.
+func (s *Session) finishResult(ctx context.Context) error {
+	select {
+	case <-s.ctx.Done():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	return finishError(s.sendCause())
 }
 

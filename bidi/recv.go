@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
 
 	"github.com/aws/smithy-go/logging"
 
@@ -56,8 +55,8 @@ func (s *Session) Recv(ctx context.Context) (Message, error) {
 	if err := s.lockRecv(ctx); err != nil {
 		return Message{}, err
 	}
-	defer s.unlockRecv()
-	defer s.rx.shrink()
+	defer s.recvLock.Unlock()
+	defer s.shrinkDecoder()
 	for {
 		it, err := s.nextItem(ctx)
 		if err != nil {
@@ -90,8 +89,8 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 	if err := s.lockRecv(ctx); err != nil {
 		return Part{}, err
 	}
-	defer s.unlockRecv()
-	defer s.rx.shrink()
+	defer s.recvLock.Unlock()
+	defer s.shrinkDecoder()
 	it, err := s.nextItem(ctx)
 	if err != nil {
 		return Part{}, err
@@ -107,9 +106,7 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 const partBufMax = 4 << 10
 
 // partData returns the item's data for RecvPart: a small part in
-// s.partBuf (also one the session read ahead, so that where a part ends
-// up does not depend on when it arrived), a larger one owned. The receive
-// lock is held.
+// s.partBuf, a larger one owned. The receive lock is held.
 func (s *Session) partData(it recvItem) []byte {
 	if len(it.data) == 0 || len(it.data) > partBufMax {
 		return it.ownData()
@@ -145,99 +142,56 @@ func (s *Session) lockRecv(ctx context.Context) error {
 	return s.recvLock.Lock(ctx, nil, nil)
 }
 
-// receiver reads the response stream for Recv. Its fields are guarded by
-// the session's recvLock, except src and dec, which the run goroutine
-// sets before it closes respReady, and the wake-up fields, which are
-// safe for concurrent use.
+// receiver reads the response stream for Recv. Recv decodes on its own
+// goroutine, in place from what the connection buffered for the stream
+// (the engine's Stream is the decoder's Peeker), and nobody else decodes:
+// bytes that no Recv takes stay in the stream's buffer, within its HTTP/2
+// receive window. The end of the stream reaches Send without Recv as the
+// engine reports it (watch): Send then reports that the stream ended and
+// Recv, once it gets there, why.
 //
-// Whoever holds recvLock decodes. A Recv that finds nothing buffered
-// waits in nextItem with waiting set, and the stream's notification
-// (notify, called by the connection's read loop) wakes it directly: it
-// decodes the bytes on its own goroutine, with nothing in between. When
-// no Recv waits, the notification wakes the session goroutine instead,
-// which decodes ahead into owned copies (readAhead), at most
-// recvQueueItems parts or recvQueueBytes, so that the end of the stream,
-// or a model error on it, reaches Send without waiting for Recv. Beyond
-// that, HTTP/2 flow control holds the service back.
+// Owners: src and dec are set by the run goroutine before it moves the
+// phase to phaseStreaming and closes respReady, and read only once one of
+// them shows it (by Recv, under recvLock: awaitStream); part is guarded
+// by recvLock; wake is made by newSession and safe for concurrent use.
 type receiver struct {
 	src  *transport.Stream
 	dec  *eventstream.Decoder
 	part wire.Part
 
-	// ahead holds the items decoded ahead of Recv, owned copies, to be
-	// returned before anything else; aheadBytes counts their payloads.
-	ahead      []recvItem
-	aheadBytes int
-
-	streaming atomic.Bool   // src is set and respReady closed: the model answered
-	waiting   atomic.Bool   // a Recv waits in nextItem for bytes
-	recvWake  chan struct{} // cap 1: wakes that Recv
-	bgWake    chan struct{} // cap 1: wakes the session goroutine (readAhead)
-	missed    atomic.Bool   // readAhead found recvLock taken: retry at unlock
-	bgRounds  atomic.Int64  // times the session goroutine was woken to read ahead (for tests)
+	// wake (cap 1) wakes the Recv waiting for bytes: the stream's notify
+	// function signals it, and so does the session's end.
+	wake chan struct{}
 }
 
-// shrink lets the decoder give a large buffer back once what it decoded
-// was copied out, so that an idle session holds none. The receive lock
-// is held.
-func (r *receiver) shrink() {
-	// dec is the run goroutine's until streaming is set (a Recv that
-	// gave up before the answer must not look at it).
-	if r.streaming.Load() {
+// shrinkDecoder lets the decoder give a large buffer back once what it
+// decoded was copied out, so that an idle session holds none. The receive
+// lock is held; the decoder is looked at only once respReady is closed (a
+// Recv that gave up before the answer must not).
+func (s *Session) shrinkDecoder() {
+	select {
+	case <-s.respReady:
+	default:
+		return
+	}
+	if r := &s.rx; r.dec != nil {
 		r.part = wire.Part{} // it aliases the decoder's buffer
 		r.dec.Shrink()
 	}
 }
-
-// streamReader is the decoder's view of the engine's response stream:
-// an eventstream.Peeker that lends the stream's buffered bytes (a message
-// that arrived whole is decoded in place) and says "nothing ready" as
-// eventstream.ErrWouldBlock, where the stream says (0, nil).
-type streamReader struct{ st *transport.Stream }
-
-func (r streamReader) Read(p []byte) (int, error) {
-	n, err := r.st.ReadNow(p)
-	if n == 0 && err == nil {
-		return 0, eventstream.ErrWouldBlock
-	}
-	return n, err
-}
-
-func (r streamReader) Peek() ([]byte, error) {
-	b, err := r.st.Peek()
-	if len(b) == 0 && err == nil {
-		return nil, eventstream.ErrWouldBlock
-	}
-	return b, err
-}
-
-func (r streamReader) Discard(n int) { r.st.Discard(n) }
 
 // startReceiving makes src the response stream Recv reads. It is called
 // by the run goroutine before respReady is closed.
 func (s *Session) startReceiving(src *transport.Stream) {
 	r := &s.rx
 	r.src = src
-	r.recvWake = make(chan struct{}, 1)
-	r.bgWake = make(chan struct{}, 1)
 	// Payloads over MaxMessageSize are skipped as they stream, never
 	// buffered: what the session holds is bounded by its limit, not by
 	// the format's 24 MiB.
-	r.dec = eventstream.NewDecoder(streamReader{src}, func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
-	src.SetNotify(s.notify)
-	signal(r.bgWake) // bytes may have come with the response head
-	// A waiting Recv watches recvWake only: the session's end wakes it.
-	context.AfterFunc(s.ctx, func() { signal(r.recvWake) })
-}
-
-// notify is called by the response stream when it may have more to
-// read: it wakes the waiting Recv, if any, else the session goroutine.
-func (s *Session) notify() {
-	if s.rx.waiting.Load() {
-		signal(s.rx.recvWake)
-	} else {
-		signal(s.rx.bgWake)
-	}
+	r.dec = eventstream.NewDecoder(src, func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
+	// A waiting Recv watches wake only: the session's end wakes it too
+	// (newSession).
+	src.SetNotify(func() { signal(r.wake) })
 }
 
 // nextItem returns the next received part, or the terminal error. The
@@ -249,95 +203,55 @@ func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 	if s.recvErr != nil {
 		return recvItem{}, s.recvErr
 	}
-	r := &s.rx
-	if len(r.ahead) > 0 {
-		it := r.ahead[0]
-		r.ahead[0] = recvItem{}
-		r.ahead = r.ahead[1:]
-		r.aheadBytes -= it.size
-		if len(r.ahead) == 0 {
-			r.ahead = nil
-		}
-		return s.deliver(it)
-	}
 	if err := s.awaitStream(ctx); err != nil {
 		return recvItem{}, err
 	}
-	r.waiting.Store(true)
-	defer func() {
-		r.waiting.Store(false)
-		select {
-		case <-r.recvWake:
-			// Bytes arrived while this call decoded: unless the next
-			// Recv comes, the session goroutine reads them ahead.
-			r.missed.Store(true)
-		default:
-		}
-	}()
 	done := ctx.Done()
 	for {
-		// A notification after waiting was set wakes this call; one
-		// before it went to the session goroutine, which cannot take
-		// the lock: this decode sees those bytes.
-		it, blocked := s.decode()
-		if !blocked {
+		it, err := s.decode()
+		if err != eventstream.ErrWouldBlock {
 			return s.deliver(it)
 		}
 		if s.ctx.Err() != nil {
-			// The session ended; its end also signals recvWake, so this
+			// The session ended; its end also signals wake, so this
 			// check cannot miss it.
 			s.recvErr = s.sessionErr()
 			return recvItem{}, s.recvErr
 		}
-		if done == nil {
-			<-r.recvWake
-			continue
-		}
 		select {
-		case <-r.recvWake:
+		case <-s.rx.wake:
 		case <-done:
 			return recvItem{}, ctx.Err()
 		}
 	}
 }
 
-// unlockRecv releases the receive lock; if the session goroutine found
-// it taken meanwhile, it is woken to look again.
-func (s *Session) unlockRecv() {
-	s.recvLock.Unlock()
-	if s.rx.missed.Swap(false) {
-		signal(s.rx.bgWake)
-	}
-}
-
 // awaitStream waits until the response stream can be read: the model
-// answered. It returns why not if the session ended first, or ctx's
-// error. The receive lock is held.
+// answered. It decides from the session's phase, and returns why not if
+// the session ended first, or ctx's error. The receive lock is held.
 func (s *Session) awaitStream(ctx context.Context) error {
-	if s.rx.streaming.Load() {
-		return nil // checked for every Recv: without touching respReady
-	}
-	select {
-	case <-s.respReady:
-	default:
+	switch s.state.phase() {
+	case phaseStreaming, phaseSendOver:
+		return nil // answered: src and dec were set before the phase
+	case phaseOpening:
 		select {
 		case <-s.respReady:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.ctx.Done():
-			select {
-			case <-s.respReady:
-			default:
-				s.recvErr = s.sessionErr()
-				return s.recvErr
-			}
 		}
 	}
-	if s.rx.src == nil {
-		s.recvErr = s.sessionErr()
-		return s.recvErr
+	// Answered, or ended with or without an answer: src may be read
+	// only once respReady is closed.
+	select {
+	case <-s.respReady:
+		if s.rx.src != nil {
+			return nil
+		}
+	default:
 	}
-	return nil
+	s.recvErr = s.sessionErr()
+	return s.recvErr
 }
 
 // deliver hands item it to Recv: a part, or the stream's end, which is
@@ -375,18 +289,18 @@ func isAPIError(err error) bool {
 }
 
 // decode decodes the next part or the terminal item from what the stream
-// has buffered, skipping the events this client does not know. blocked
-// reports that the next item has not fully arrived yet. The receive lock
-// is held.
-func (s *Session) decode() (it recvItem, blocked bool) {
+// has buffered, skipping the events this client does not know. It returns
+// eventstream.ErrWouldBlock, and no item, while the next item has not
+// fully arrived. The receive lock is held.
+func (s *Session) decode() (recvItem, error) {
 	r := &s.rx
 	for {
 		m, err := r.dec.Decode()
 		if err == eventstream.ErrWouldBlock {
-			return recvItem{}, true
+			return recvItem{}, err
 		}
 		if err != nil {
-			return s.streamEnded(s.decodeError(err)), false
+			return s.streamEnded(s.decodeError(err)), nil
 		}
 		switch wire.ClassifyPart(m, &r.part) {
 		case wire.KindPayloadPart:
@@ -396,17 +310,17 @@ func (s *Session) decode() (it recvItem, blocked bool) {
 			}
 			s.lastRecv.Store(monotonic())
 			s.obs.received(it.size)
-			return it, false
+			return it, nil
 		case wire.KindException:
-			return s.streamEnded(exceptionError(wire.String(m, wire.ExceptionTypeHeader), m.Payload)), false
+			return s.streamEnded(exceptionError(wire.String(m, wire.ExceptionTypeHeader), m.Payload)), nil
 		case wire.KindError:
-			return s.streamEnded(errorMessageError(wire.String(m, wire.ErrorCodeHeader), wire.String(m, wire.ErrorMessageHeader))), false
+			return s.streamEnded(errorMessageError(wire.String(m, wire.ErrorCodeHeader), wire.String(m, wire.ErrorMessageHeader))), nil
 		case wire.KindUnknownEvent, wire.KindUnknown:
 			// Forward compatibility: new event types do not break the
 			// stream. The type names are not sensitive.
 			s.logf(logging.Debug, "bidi: skipping %s message %q of type %q", wire.String(m, wire.MessageTypeHeader), wire.String(m, wire.EventTypeHeader), wire.String(m, wire.ExceptionTypeHeader))
 		default:
-			return s.streamEnded(fmt.Errorf("%w: message without :message-type", ErrMalformedResponse)), false
+			return s.streamEnded(fmt.Errorf("%w: message without :message-type", ErrMalformedResponse)), nil
 		}
 	}
 }
@@ -459,78 +373,32 @@ func (s *Session) streamEnded(err error) recvItem {
 }
 
 // watch is the session goroutine's last job once the model answered: it
-// reads ahead when no Recv waits (readAhead), and once the stream is over
-// (every byte of it buffered) looks further for its end; then it waits
-// for the session to end.
+// waits for the engine to report the stream over (every byte of it
+// buffered, its end or error known), and then ends the send side with a
+// stand-in that Recv replaces with the reason once it decodes it (see
+// streamOver); then it waits for the session to end.
 func (s *Session) watch() {
-	for {
-		select {
-		case <-s.rx.bgWake:
-			s.rx.bgRounds.Add(1)
-			// If a Recv holds the lock, missed makes it wake this
-			// goroutine again when it lets go (unlockRecv), unless that
-			// Recv waits for bytes: it set waiting before it decodes, so
-			// it sees what is buffered, and it is woken for what comes
-			// later. (Keeping missed then would wake this goroutine at
-			// the end of every Recv of a reader that is always waiting,
-			// for nothing.)
-			s.rx.missed.Store(true)
-			if s.recvLock.TryLock() {
-				s.rx.missed.Store(false)
-				s.readAheadLocked(false)
-				s.recvLock.Unlock()
-			} else if s.rx.waiting.Load() {
-				s.rx.missed.Store(false)
-			}
-		case <-s.rx.src.Done():
-			if s.recvLock.Lock(s.ctx, nil, nil) == nil {
-				s.readAheadLocked(true)
-				s.unlockRecv()
-			}
-			<-s.ctx.Done()
-			return
-		case <-s.ctx.Done():
-			return
-		}
+	select {
+	case <-s.rx.src.Done():
+		s.streamOver()
+		<-s.ctx.Done()
+	case <-s.ctx.Done():
 	}
 }
 
-// readAheadLocked decodes, as owned copies, what the stream has buffered
-// that Recv has not taken, up to the terminal item, recvQueueItems items
-// or recvQueueBytes: since a part's size is known only once it is
-// decoded, the last one may cross that bound, so the items hold less than
-// recvQueueBytes plus one part (at most MaxMessageSize; a larger one is
-// not kept). Once the stream is over (final), it may decode as much again
-// to find the end; if the end is further still, Send gets a provisional
-// ErrStreamEnded, which the reason replaces once Recv decodes it. The
-// terminal item ends the session's context, as Recv returning it would.
-// The receive lock is held.
-func (s *Session) readAheadLocked(final bool) {
-	r := &s.rx
-	if s.recvErr != nil || (len(r.ahead) > 0 && r.ahead[len(r.ahead)-1].err != nil) {
-		return // the end is decoded already
+// streamOver ends the send side once the response stream is over, before
+// Recv has decoded its end: nothing more reaches the model, so Send stops
+// at once. What it reports is provisional ([end] with endProvisional): the
+// engine's error for a failed stream (a reset, a dead connection), else
+// ErrStreamEnded; the reason that Recv decodes (a model error, say)
+// replaces it, and Send reports that from then on. Bytes not received
+// stay in the stream for Recv.
+func (s *Session) streamOver() {
+	cause := fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded)
+	if err := s.rx.src.Err(); err != nil {
+		cause = classifyTransportError(err)
 	}
-	defer r.shrink()
-	maxItems, maxBytes := recvQueueItems, recvQueueBytes
-	if final {
-		maxItems, maxBytes = 2*maxItems, 2*maxBytes
-	}
-	for len(r.ahead) < maxItems && r.aheadBytes < maxBytes {
-		it, blocked := s.decode()
-		if blocked {
-			return
-		}
-		it.data, it.owned = ownedCopy(it.data), true
-		r.ahead = append(r.ahead, it)
-		if it.err != nil {
-			s.cancel(terminalSendError(it.err))
-			return
-		}
-		r.aheadBytes += it.size
-	}
-	if final {
-		s.end(fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded), endSendSide, endProvisional)
-	}
+	s.end(cause, endSendSide, endProvisional)
 }
 
 // terminalSendError returns what Send reports after the response stream

@@ -57,40 +57,6 @@ func TestRecvResumesInsideAFrame(t *testing.T) {
 	}
 }
 
-// TestWaitingRecvLeavesSessionGoroutineAsleep: while a Recv waits for
-// each message as it comes, the session's goroutine is not woken to read
-// ahead (it used to be, once per message, after the first time it found
-// the receive lock taken).
-func TestWaitingRecvLeavesSessionGoroutineAsleep(t *testing.T) {
-	srv := newServer(t, biditest.Echo())
-	ctx := testCtx(t)
-	sess := open(t, srv.Client(), ctx)
-	const messages = 200
-	got := make(chan error, 1)
-	go func() {
-		for range messages {
-			if _, err := sess.Recv(ctx); err != nil {
-				got <- err
-				return
-			}
-			got <- nil
-		}
-	}()
-	for range messages {
-		if err := sess.Send(ctx, bidi.Text("ping")); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-got; err != nil {
-			t.Fatal(err)
-		}
-	}
-	// An echo that comes before the next Recv waits is read ahead by the
-	// session goroutine, as it should be; that is the exception.
-	if n := bidi.ReadAheadRounds(sess); n > messages/10 {
-		t.Errorf("the session goroutine was woken %d times for %d messages, each received by a waiting Recv", n, messages)
-	}
-}
-
 // TestRecvPartReusesSmallBuffer: RecvPart returns a small part in a buffer
 // of the session's that the next call reuses (its Data is valid until
 // then, as documented), so a stream of small parts allocates no data

@@ -282,7 +282,8 @@ func (e *reconnectError) Unwrap() error { return e.Err }
 // receiving goroutine, inside Recv.
 //
 // Memory: an old stream is released once Recv has returned all its
-// replies; until then it holds what a [Session] reads ahead. Read the
+// replies; until then it holds the replies its connection buffered (at
+// most a stream's receive window) and one its pump holds. Read the
 // replies: a session whose replies are not read keeps every stream it
 // rotated away from until the service ends it. The replay window holds
 // at most ReplayBytes of message data.
@@ -422,7 +423,7 @@ func (g *generation) kick(err error) {
 // (a reset, say), which the session knows before its reader got through
 // the replies buffered ahead of the end.
 func (g *generation) over() bool {
-	if g.sess.state.isOver.Load() {
+	if g.sess.state.sendOver() {
 		return true
 	}
 	select {
@@ -435,9 +436,14 @@ func (g *generation) over() bool {
 	}
 }
 
-// endErr returns why the stream ended; over is true.
+// endErr returns why the stream ended; over is true. The reason its
+// reader saw comes first: a session decodes the reason only in Recv, so
+// until g's pump got there, the session knows only that the stream is
+// over.
 func (g *generation) endErr() error {
 	select {
+	case <-g.pumped:
+		return g.pumpErr
 	case <-g.kicked:
 		return g.kickErr
 	default:

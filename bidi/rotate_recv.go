@@ -125,8 +125,14 @@ func (rs *RotatingSession) RecvGeneration() int { return rs.recvGen }
 // The receive lock is held.
 func (rs *RotatingSession) announce(g *generation) {
 	for rs.announced.n < g.n {
-		next := rs.announced.next // settled: a newer stream exists
+		prev, next := rs.announced, rs.announced.next // settled: a newer stream exists
 		rs.announced = next
+		if next.event.Reason == RotationEarlyEnd && isClosed(prev.pumped) && prev.pumpErr != nil {
+			// The reason the old stream ended, as its Recv returned it:
+			// when the rotation was decided, its session knew only that
+			// the stream was over (Recv decodes the reason).
+			next.event.Err = prev.pumpErr
+		}
 		if rs.onRotate != nil {
 			rs.onRotate(next.event)
 		}
@@ -168,7 +174,7 @@ func (rs *RotatingSession) finalLocked() error {
 		return nil
 	}
 	if terminal != nil {
-		return terminal
+		return withEndReason(terminal, g.recvEnd)
 	}
 	return g.recvEnd
 }
@@ -178,4 +184,16 @@ func (rs *RotatingSession) finalLocked() error {
 // end; any other error is yielded once and ends it. It is single-use.
 func (rs *RotatingSession) Messages(ctx context.Context) iter.Seq2[Message, error] {
 	return messagesOf(ctx, rs.Recv)
+}
+
+// withEndReason returns a *reconnectError whose cause is the stand-in for
+// a stream's end (its session knew only that the stream was over when the
+// rotator gave up) with the reason Recv decoded for that stream, end;
+// any other err as it is.
+func withEndReason(err, end error) error {
+	var re *reconnectError
+	if !errors.As(err, &re) || !errors.Is(re.Err, ErrStreamEnded) || end == nil || end == io.EOF {
+		return err
+	}
+	return &reconnectError{Reconnects: re.Reconnects, Err: end}
 }

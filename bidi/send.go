@@ -149,10 +149,9 @@ func (s *Session) SendPart(ctx context.Context, p Part) error {
 // an error and sends nothing: the model would receive a
 // truncated message. After the session failed it returns the cause, as
 // Send does, a typed error such as [*ModelStreamError]; it returns nil if
-// the service had already ended the stream cleanly, or if the stream ended
-// behind more undelivered messages than the session reads ahead (Recv
-// then reports the reason, and later calls of CloseSend and Send return
-// it).
+// the service had already ended the stream cleanly, or ended it with a
+// reason that Recv has not reached yet (Recv then reports the reason, and
+// later calls of CloseSend and Send return it; see [Session]).
 func (s *Session) CloseSend() error {
 	// No context bounds this wait: a pending Send returns promptly once the
 	// session is over, and otherwise finishes its message first.
@@ -188,18 +187,18 @@ func (s *Session) lockSend(ctx context.Context) error {
 
 func (s *Session) unlockSend() { s.sendLock.Unlock() }
 
-// sendable returns why Send cannot proceed, or nil. The send lock is held.
+// sendable returns why Send cannot proceed, or nil: it decides from the
+// session's phase (a send side over, in phaseSendOver or phaseEnded,
+// reports why). The session's context counts as phaseEnded as soon as it
+// is done: the hook that moves the phase when the context given to Open
+// ends runs just after. The send lock is held.
 func (s *Session) sendable() error {
-	if s.state.userClosed.Load() {
+	switch {
+	case s.state.userClosed.Load():
 		return ErrSessionClosed
-	}
-	if s.sendClosed {
+	case s.sendClosed:
 		return errSendClosed
-	}
-	if s.state.isOver.Load() {
-		return s.sendCause()
-	}
-	if s.ctx.Err() != nil {
+	case s.state.sendOver(), s.ctx.Err() != nil:
 		return s.sendCause()
 	}
 	return nil
@@ -224,7 +223,7 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 	if err := ctx.Err(); err != nil {
 		return s.interrupted(err, midMessage)
 	}
-	if s.state.isOver.Load() {
+	if s.state.sendOver() {
 		// The stream is over: nothing more reaches the model. Report why,
 		// leaving the session, and the messages Recv has yet to return,
 		// alone.
@@ -273,10 +272,11 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 // nobody has read fill the response's window, as with a model that
 // echoes and a caller that sends without calling Recv.
 func (s *Session) flowStall(err error) error {
-	st := s.stream.Load()
-	if st == nil {
+	a := s.cur.Load()
+	if a == nil || a.st == nil {
 		return err
 	}
+	st := a.st
 	unread := st.Buffered()
 	if unread == 0 || !st.SendBlocked() {
 		return err

@@ -1,6 +1,7 @@
 package bidi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +15,6 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
-	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/backoff"
 )
 
@@ -42,14 +42,19 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // KiB (or one larger part) from which the HTTP/2 transport takes parts as
 // flow control allows, so a service that does not read makes Send block.
 // Recv decodes the response on the caller's goroutine, straight from what
-// the connection has buffered for the stream; what the service can send
-// ahead of Recv is bounded by the stream's HTTP/2 receive window (1 MiB).
-// While no Recv is waiting, the session decodes at most 32 parts or 1 MiB
-// (or one larger part) ahead, so that the model's error or the end of the
-// stream reaches Send without waiting for Recv; once the service has
-// ended the stream, it decodes up to 32 parts further to find the reason,
-// and stops once they reach 1 MiB more. A reassembled message is bounded
-// by Options.MaxMessageSize, and so is every part kept in memory.
+// the connection has buffered for the stream, and nothing else decodes it:
+// what the service can send ahead of Recv is bounded by the stream's
+// HTTP/2 receive window (1 MiB). A reassembled message is bounded by
+// Options.MaxMessageSize, and so is every part kept in memory.
+//
+// The end of the stream without Recv: once the service has ended the
+// stream (or it failed), Send returns at once, without waiting for Recv,
+// an error saying so: [ErrStreamEnded] after an end of stream, the
+// transport's error after a reset or a dead connection. Why the model
+// ended it (a [*ModelStreamError], say) is in-band, after the messages not
+// yet received: Recv returns those messages and then the reason, and from
+// then on Send and CloseSend return the reason too. As with grpc, read
+// with Recv until it fails to learn why a stream ended.
 //
 // Ending the request: CloseSend refuses, with an error, to
 // end the request while a message begun with SendPart is incomplete, and
@@ -60,18 +65,18 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // Lifetime: a session ends when the service ends the stream, when it
 // fails, when the context given to Open is cancelled, or when Close is
 // called. A session runs one goroutine of its own (it waits for the
-// response, retries the open when allowed, then reads ahead only while no
-// Recv waits); its request body is written by its connection's shared
-// writer, so an idle session costs that one goroutine. Close or the cancellation
+// response, retries the open when allowed, then waits for the stream's
+// end); its request body is written by its connection's shared writer,
+// so an idle session costs that one goroutine. Close or the cancellation
 // unblocks every pending Send, Recv and Response, resets the HTTP/2 stream
 // and makes that goroutine exit. After a failure, Send and Recv return
 // the cause: a typed error such as [*ResponseError] or [*ModelStreamError],
 // or an error wrapping io.ErrUnexpectedEOF or matching [ErrDeadPeer]; Recv
 // returns io.EOF only when the service ended the stream cleanly.
 type Session struct {
-	// Lock order: sendLock before pipe.mu, pipe.mu before the engine's
-	// connection lock (a body's ready callback); recvLock before the
-	// engine stream's lock (ReadNow, Peek); state.mu is innermost. No
+	// Lock order: sendLock before pipe.mu (which is also the state's
+	// lock), pipe.mu before the engine's connection lock (a body's ready
+	// callback); recvLock before the engine stream's lock (Read, Peek). No
 	// callback of the engine runs under an engine lock (see the
 	// transport's doc.go). docs/design.md draws the whole picture.
 
@@ -122,9 +127,9 @@ type Session struct {
 	midMessage bool         // the last part delivered was PARTIAL
 	maxMessage int
 
-	// stream is the current attempt's engine stream (nil before it),
-	// reset by Close.
-	stream atomic.Pointer[transport.Stream]
+	// cur is the current attempt (nil before the first), which Close
+	// aborts; set by newAttempt on the run goroutine (and Open's).
+	cur atomic.Pointer[attempt]
 
 	// obs traces and measures the session (nil when unobserved); its
 	// methods say which goroutine calls them.
@@ -135,14 +140,6 @@ type Session struct {
 	skewRetried  bool              // an attempt was retried after a clock-skew correction
 	releaseRetry func(error) error // the retry token of the last retry, if any
 }
-
-// recvQueueItems and recvQueueBytes bound what the session decodes ahead
-// of Recv (see readAheadLocked), the byte bound being checked before each
-// part is decoded; once the stream is over, twice as much.
-const (
-	recvQueueItems = 32
-	recvQueueBytes = 1 << 20
-)
 
 func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 	s := &Session{
@@ -162,9 +159,16 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 	if s.maxMessage <= 0 {
 		s.maxMessage = defaultMaxMessageSize
 	}
-	s.state.init()
+	s.state.init(&s.pipe.mu)
 	s.ctx, s.cancel = context.WithCancelCause(parent)
 	s.pipe.init(c.options.ReplayLimit)
+	s.rx.wake = make(chan struct{}, 1)
+	// However the context ends (the one given to Open among the ways),
+	// the session is ended, and a waiting Recv woken.
+	context.AfterFunc(s.ctx, func() {
+		s.end(s.sessionErr(), endSession, endDefinite)
+		signal(s.rx.wake)
+	})
 	return s
 }
 
@@ -217,8 +221,8 @@ func (s *Session) Close() error {
 		}
 	}
 	s.end(ErrSessionClosed, endSession, endDefinite)
-	if st := s.stream.Load(); st != nil {
-		st.Close() // now, not when the context's watchers run
+	if a := s.cur.Load(); a != nil {
+		a.abort() // now, not when the context's watchers run
 	}
 	return nil
 }
@@ -226,7 +230,9 @@ func (s *Session) Close() error {
 // Context returns the session's context. It is derived from the context
 // given to Open and is cancelled when the session ends, whatever the
 // reason; context.Cause then tells why: [ErrSessionClosed] after Close,
-// [ErrStreamEnded] after a clean end, or the error that ended it.
+// [ErrStreamEnded] after a clean end, or the error that ended it. The end
+// of the response stream ends the session once Recv has returned it (the
+// session does not decode ahead of Recv: see [Session]).
 func (s *Session) Context() context.Context { return s.ctx }
 
 // sessionErr returns the terminal error of a cancelled session.
@@ -250,39 +256,6 @@ func (s *Session) sessionErr() error {
 	return ErrSessionClosed
 }
 
-// attempt is one HTTP request of a session; a retried open makes another.
-type attempt struct {
-	n      int
-	req    *http.Request
-	body   *reqBody
-	cancel context.CancelFunc
-}
-
-// newAttempt retrieves credentials, signs a new request whose body is
-// attached to the session's pipe and returns it, ready to send.
-func (s *Session) newAttempt(n int) (*attempt, error) {
-	creds, err := retrieveCredentials(s.ctx, s.opts.Credentials, s.c.now())
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	req, seed, err := s.c.newRequest(ctx, s.url, &s.input, creds, s.c.now())
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	body := newReqBody(&s.pipe, eventstream.NewSigner(creds, s.opts.Region, signingName, seed, func(o *eventstream.SignerOptions) {
-		o.Now = s.c.now
-	}))
-	// The body starts with the first queued part: a retried attempt
-	// sends everything sent so far again, on its own chain.
-	if err := s.pipe.attach(body); err != nil {
-		cancel()
-		return nil, err
-	}
-	return &attempt{n: n, req: req, body: body, cancel: cancel}, nil
-}
-
 // errCannotReplay is the error of an attempt that cannot be made because
 // what earlier attempts sent is no longer fully recorded.
 var errCannotReplay = errors.New("bidi: cannot resend the request: more than ReplayLimit bytes were sent")
@@ -293,7 +266,7 @@ var errCannotReplay = errors.New("bidi: cannot resend the request: more than Rep
 func (s *Session) run(a *attempt) {
 	defer func() {
 		if a != nil { // nil when nextAttempt failed the session
-			a.cancel()
+			a.abort()
 		}
 	}()
 	if s.obs != nil {
@@ -301,7 +274,7 @@ func (s *Session) run(a *attempt) {
 	}
 	for {
 		s.obs.attempt()
-		st, resp, err := s.roundTrip(a)
+		resp, err := a.roundTrip(s)
 		if err != nil {
 			if !s.retryRefused(err) {
 				s.fail(s.refusalError(s.transportError(err)))
@@ -314,7 +287,9 @@ func (s *Session) run(a *attempt) {
 			continue
 		}
 		if resp.StatusCode/100 != 2 {
-			err := responseError(resp.StatusCode, resp.Header, st)
+			body, _ := a.st.ReadAll(maxErrorBody)
+			a.abort()
+			err := responseError(resp.StatusCode, resp.Header, io.NopCloser(bytes.NewReader(body)))
 			s.pipe.detach() // this attempt's body takes no more parts
 			delay, ok := s.retry(a, err)
 			if !ok {
@@ -331,7 +306,7 @@ func (s *Session) run(a *attempt) {
 			// A 200 that is not an event stream (a proxy's page, a
 			// misrouted request) is not the model's answer, even when
 			// its body is empty.
-			st.Close()
+			a.abort()
 			s.fail(fmt.Errorf("%w: HTTP %d with Content-Type %q, want %q", ErrMalformedResponse, resp.StatusCode, cleanText(resp.Header.Get("Content-Type")), contentTypeEventStream))
 			return
 		}
@@ -340,15 +315,14 @@ func (s *Session) run(a *attempt) {
 		}
 		// The model has answered: never retry from here on.
 		s.pipe.stopReplay()
-		defer st.Close()
 		if h := testHookAnswered.Load(); h != nil {
 			(*h)(s)
 		}
-		s.startReceiving(st)
+		s.startReceiving(a.st)
 		s.resp = headResponse(resp.StatusCode, resp.Header)
 		s.obs.response(resp.StatusCode)
+		s.answered()
 		close(s.respReady)
-		s.rx.streaming.Store(true)
 		if s.c.logOn {
 			s.logf(logging.Debug, "bidi: session with endpoint %q answered: HTTP %d after %d attempt(s)", s.input.EndpointName, resp.StatusCode, a.n)
 		}
@@ -365,7 +339,7 @@ var testHookAnswered atomic.Pointer[func(*Session)]
 // returns nil after failing the session if the wait or the new attempt
 // failed.
 func (s *Session) nextAttempt(a *attempt, delay time.Duration) *attempt {
-	a.cancel()
+	a.abort()
 	if !backoff.Sleep(s.ctx, delay) {
 		s.fail(s.sessionErr())
 		return nil

@@ -87,6 +87,37 @@ func (s *Signer) AppendPayload(dst, payload []byte) ([]byte, error) {
 	return dst, nil
 }
 
+// EnvelopePrefixLen is the number of bytes a signed envelope holds before
+// its payload: the prelude and the :date and :chunk-signature headers. The
+// envelope's 4-byte CRC follows the payload.
+const EnvelopePrefixLen = preludeLen + envelopeHeadersLen
+
+// SealMessage signs, in place, an envelope whose payload is already
+// there: env is EnvelopePrefixLen reserved bytes, then one encoded
+// message ending with its own CRC (as [FinishMessage] leaves it), then 4
+// reserved bytes, which SealMessage fills in with the prelude, the
+// headers and the CRC. The result is what AppendPayload appends for that
+// message, without copying it: a sender that encodes the message inside
+// its envelope hashes it where it lies. The message's CRC is trusted, not
+// checked (the envelope's CRC is derived from it). SealMessage fails,
+// signing nothing, when env is too short to hold a message or the message
+// is larger than DefaultMaxPayloadLen.
+func (s *Signer) SealMessage(env []byte) error {
+	const bodyStart = EnvelopePrefixLen
+	n := len(env) - bodyStart - 4
+	switch {
+	case n < Overhead:
+		return &LengthError{Err: ErrInvalidLength, Length: int64(max(n, 0)), Limit: Overhead}
+	case n > DefaultMaxPayloadLen:
+		return &LengthError{Err: ErrPayloadTooLarge, Length: int64(n), Limit: DefaultMaxPayloadLen}
+	}
+	msgCRC := env[bodyStart+n-4 : bodyStart+n]
+	// The CRC of the whole message, its own CRC included.
+	crc := crc32.Update(binary.BigEndian.Uint32(msgCRC), crcTable, msgCRC)
+	s.seal(env, s.now(), crc, true)
+	return nil
+}
+
 // AppendEnd appends the end frame: a signed envelope with an empty payload,
 // which tells the service that no more events follow. Send it last, then
 // close the request body.

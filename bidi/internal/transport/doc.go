@@ -31,9 +31,11 @@
 //     function given to [Body].Bind) and hands them over without blocking
 //     ([Body].ReadNow). Its response body is a bounded buffer filled by
 //     the read loop (pooled 16 KiB chunks, held only while bytes wait),
-//     read with [Stream.Read] or, without blocking, [Stream.ReadNow]; or
-//     borrowed in place with [Stream.Peek] and consumed with
-//     [Stream.Discard], which is how bidi's decoder reads it.
+//     read without blocking with [Stream.Read] (eventstream.ErrWouldBlock
+//     until something is ready, [Stream.SetNotify] saying when to try
+//     again), or borrowed in place with [Stream.Peek] and consumed with
+//     [Stream.Discard]: a Stream is an eventstream.Peeker, which is how
+//     bidi's decoder reads it. [Stream.ReadAll] waits for a short body.
 //   - Flow control: a stream waits only for its own window (the writer
 //     sets it aside until a WINDOW_UPDATE reopens it); the writer stops
 //     for the connection window, and inbound windows are given back as the

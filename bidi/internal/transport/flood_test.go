@@ -95,7 +95,7 @@ func TestControlFloodNotRead(t *testing.T) {
 			}
 			t.Logf("server wrote %d frames before it stalled; %d queued", n, queued)
 			cancel()
-			if _, err := st.Read(make([]byte, 1)); !errors.Is(err, context.Canceled) {
+			if _, err := readWait(st, make([]byte, 1)); !errors.Is(err, context.Canceled) {
 				t.Errorf("Read = %v, want context.Canceled", err)
 			}
 		})

@@ -67,7 +67,7 @@ func FuzzServerFrames(f *testing.F) {
 		buf := make([]byte, 1024)
 		total := 0
 		for {
-			n, err := st.Read(buf)
+			n, err := readWait(st, buf)
 			total += n
 			if total > 1<<20 {
 				t.Fatalf("read %d bytes on a stream with a window of %d", total, cfg.StreamWindow)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/net/http2"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
 
 // TestRecvBufferPeek lends the first chunk, consumes it in pieces, and
@@ -125,7 +127,7 @@ func TestStreamPeekDiscard(t *testing.T) {
 		if err == io.EOF {
 			break
 		}
-		if err != nil {
+		if err != eventstream.ErrWouldBlock {
 			t.Fatalf("Peek after %d bytes: %v", len(got), err)
 		}
 		select {
@@ -143,7 +145,7 @@ func TestStreamPeekDiscard(t *testing.T) {
 }
 
 // TestStreamPeekAfterReset: bytes that came before a reset are lent
-// first; then Peek reports the reset, as ReadNow would.
+// first; then Peek reports the reset, as Read would.
 func TestStreamPeekAfterReset(t *testing.T) {
 	srv := newTestServer(t, serverOpts{}, func(sc *serverConn) {
 		sc.handshake()

@@ -301,11 +301,11 @@ func TestCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 		buf := make([]byte, 4)
-		if n, err := io.ReadFull(st, buf); n != 4 || err != nil {
+		if n, err := readFull(st, buf); n != 4 || err != nil {
 			t.Fatalf("read %d, %v", n, err)
 		}
 		errc := make(chan error, 1)
-		go func() { _, err := st.Read(buf); errc <- err }()
+		go func() { _, err := readWait(st, buf); errc <- err }()
 		cancel()
 		if err := <-errc; !errors.Is(err, context.Canceled) {
 			t.Fatalf("Read = %v, want context.Canceled", err)

@@ -25,6 +25,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
 
 // This file is the test harness: a scriptable raw HTTP/2 server on
@@ -684,12 +686,44 @@ func readAll(st *Stream) ([]byte, error) {
 	var b []byte
 	buf := make([]byte, 4096)
 	for {
-		n, err := st.Read(buf)
+		n, err := readWait(st, buf)
 		b = append(b, buf[:n]...)
 		if err != nil {
 			return b, err
 		}
 	}
+}
+
+// readWait is a Read that waits, through the stream's notify function,
+// until bytes, the end or an error are ready.
+func readWait(st *Stream, p []byte) (int, error) {
+	wake := make(chan struct{}, 1)
+	st.SetNotify(func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+	for {
+		n, err := st.Read(p)
+		if err != eventstream.ErrWouldBlock {
+			return n, err
+		}
+		<-wake
+	}
+}
+
+// readFull reads exactly len(p) bytes, waiting for them.
+func readFull(st *Stream, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := readWait(st, p[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // typedErr reports whether err is one the engine promises: a

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/net/http2"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
 
 // Body is a request body that the connection's writer pulls from. The
@@ -41,8 +43,8 @@ type Response struct {
 
 // A Stream is one HTTP/2 request/response exchange on a connection.
 //
-// Concurrency: Read is for one goroutine at a time; Response, Close and
-// Err may be called from any goroutine. Its mu is never held with the
+// Concurrency: Read, Peek and Discard are for one goroutine at a time;
+// Response, Close and Err may be called from any goroutine. Its mu is never held with the
 // connection's (doc.go). The connection's read loop fills
 // the receive buffer, its writer pulls the body; neither ever waits for
 // the application.
@@ -74,11 +76,10 @@ type Stream struct {
 	// Guarded by mu: the receive side.
 	mu         sync.Mutex
 	rbuf       recvBuffer
-	recvWindow int32 // what the peer may still send
-	unacked    int32 // bytes read by the application not yet given back
-	eof        bool  // END_STREAM received
-	err        error // terminal error; reads fail with it once rbuf is empty
-	notify     chan struct{}
+	recvWindow int32                  // what the peer may still send
+	unacked    int32                  // bytes read by the application not yet given back
+	eof        bool                   // END_STREAM received
+	err        error                  // terminal error; reads fail with it once rbuf is empty
 	notifyFn   atomic.Pointer[func()] // see SetNotify
 	doneClosed bool
 	respClosed bool
@@ -96,7 +97,6 @@ func newStream(cc *conn, body Body, head *requestHead) *Stream {
 		head:      head,
 		respReady: make(chan struct{}),
 		done:      make(chan struct{}),
-		notify:    make(chan struct{}, 1),
 	}
 	s.recvWindow = cc.t.cfg.streamWindow()
 	return s
@@ -129,25 +129,16 @@ func (s *Stream) Err() error {
 // Done is closed when the stream is over: ended cleanly or failed.
 func (s *Stream) Done() <-chan struct{} { return s.done }
 
-// Read reads the response body. It returns io.EOF after the peer's
-// END_STREAM and the stream's error after a reset or a connection
-// failure, once the bytes received before are read.
+// Read reads the response body without waiting: it copies the bytes
+// that are ready, or returns 0, [eventstream.ErrWouldBlock] when no byte,
+// end or error is ready yet; the function given to SetNotify is called
+// when that may have changed. After the bytes received before it, Read
+// returns io.EOF after the peer's END_STREAM, or the stream's error after
+// a reset or a connection failure. ErrWouldBlock is the stream's one way
+// of saying "nothing yet" (Peek says it the same way), so a Stream is an
+// [eventstream.Peeker] that a Decoder reads as it is. Read, Peek and
+// Discard are for one reader at a time.
 func (s *Stream) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	for {
-		if n, err := s.ReadNow(p); n > 0 || err != nil {
-			return n, err
-		}
-		<-s.notify
-	}
-}
-
-// ReadNow is Read without waiting: it returns 0, nil when no byte, end or
-// error is ready yet. The function given to SetNotify is called when that
-// may have changed.
-func (s *Stream) ReadNow(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -165,9 +156,40 @@ func (s *Stream) ReadNow(p []byte) (int, error) {
 	return 0, s.endLocked()
 }
 
+// ReadAll waits for the rest of the response body, up to max bytes, and
+// returns it: with a nil error after the peer's END_STREAM (or once it
+// has max bytes), else with the stream's error, which its context ending
+// makes. It is for short bodies read whole, an error document, by a
+// caller that never called SetNotify; it replaces any function given to
+// SetNotify.
+func (s *Stream) ReadAll(max int) ([]byte, error) {
+	wake := make(chan struct{}, 1)
+	s.SetNotify(func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+	var b []byte
+	buf := make([]byte, min(max, 4096))
+	for len(b) < max {
+		n, err := s.Read(buf[:min(len(buf), max-len(b))])
+		b = append(b, buf[:n]...)
+		switch {
+		case err == eventstream.ErrWouldBlock:
+			<-wake
+		case err == io.EOF:
+			return b, nil
+		case err != nil:
+			return b, err
+		}
+	}
+	return b, nil
+}
+
 // endLocked returns what a read finds once the buffered bytes are read:
-// the stream's error, io.EOF after the peer's END_STREAM, or nil while
-// more may come. s.mu is held.
+// the stream's error, io.EOF after the peer's END_STREAM, or
+// eventstream.ErrWouldBlock while more may come. s.mu is held.
 func (s *Stream) endLocked() error {
 	switch {
 	case s.err != nil:
@@ -175,15 +197,15 @@ func (s *Stream) endLocked() error {
 	case s.eof:
 		return io.EOF
 	}
-	return nil
+	return eventstream.ErrWouldBlock
 }
 
 // Peek lends the response bytes that are ready and contiguous in memory
-// (a prefix of what ReadNow would return), without consuming them. They
-// stay in place, unchanged, until the next Peek, Discard or ReadNow, even
-// if the stream is closed meanwhile. With no bytes ready it returns what
-// ReadNow would: io.EOF, the stream's error, or nil while more may come.
-// Peek, Discard and ReadNow are for one reader at a time.
+// (a prefix of what Read would return), without consuming them. They
+// stay in place, unchanged, until the next Peek, Discard or Read, even if
+// the stream is closed meanwhile. With no bytes ready it returns what
+// Read would: io.EOF, the stream's error, or eventstream.ErrWouldBlock
+// while more may come.
 func (s *Stream) Peek() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -211,8 +233,7 @@ func (s *Stream) Discard(n int) {
 }
 
 // SetNotify makes the stream call f whenever bytes, the end or an error
-// may have become ready for ReadNow, instead of waking Read: a reader
-// that does not block in Read decides whom to wake. f is called from the
+// may have become ready for Read: f decides whom to wake. f is called from the
 // connection's read loop and other goroutines (Close's caller among
 // them), with no lock of the engine held; it should not block, since the
 // read loop waits for it. Calls may be spurious, and data may be ready already
@@ -257,11 +278,6 @@ func (s *Stream) consumedLocked(n int32) int32 {
 func (s *Stream) wake() {
 	if f := s.notifyFn.Load(); f != nil {
 		(*f)()
-		return
-	}
-	select {
-	case s.notify <- struct{}{}:
-	default:
 	}
 }
 

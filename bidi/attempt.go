@@ -1,0 +1,92 @@
+package bidi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+)
+
+// attempt is one HTTP request of a session and its stream, the session's
+// counterpart of x/net's clientStream: a retried open makes another. It
+// owns its context, its engine stream and its body (its view of the
+// session's send queue, with the signature chain seeded by its request's
+// signature), and it ends one way, abort. Of a session's attempts, at most
+// one is answered: its stream is the one Recv decodes (Session.rx), and
+// its signer the one Send continues (sendPipe.signer).
+//
+// Owners: n, req, body and cancel are set by newAttempt and read-only
+// after; st is set once by roundTrip, on the run goroutine, before the
+// attempt is published in Session.cur, so that whoever loads it from cur
+// (Close, Send's flow-control diagnosis) sees st.
+type attempt struct {
+	n      int
+	req    *http.Request
+	body   *reqBody
+	cancel context.CancelFunc
+	st     *transport.Stream
+}
+
+// newAttempt retrieves credentials, signs a new request whose body is
+// attached to the session's pipe and returns it, ready to send.
+func (s *Session) newAttempt(n int) (*attempt, error) {
+	creds, err := retrieveCredentials(s.ctx, s.opts.Credentials, s.c.now())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	req, seed, err := s.c.newRequest(ctx, s.url, &s.input, creds, s.c.now())
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	body := newReqBody(&s.pipe, eventstream.NewSigner(creds, s.opts.Region, signingName, seed, func(o *eventstream.SignerOptions) {
+		o.Now = s.c.now
+	}))
+	// The body starts with the first queued part: a retried attempt
+	// sends everything sent so far again, on its own chain.
+	if err := s.pipe.attach(body); err != nil {
+		cancel()
+		return nil, err
+	}
+	return &attempt{n: n, req: req, body: body, cancel: cancel}, nil
+}
+
+// roundTrip opens the attempt's stream on the client's engine, publishes
+// the attempt as the session's current one and waits for the response
+// head. On an error the attempt is aborted.
+func (a *attempt) roundTrip(s *Session) (*transport.Response, error) {
+	ctx := a.req.Context()
+	st, err := s.c.engine.NewStream(ctx, a.req.URL, a.req.Header, a.body)
+	if err != nil {
+		return nil, err
+	}
+	a.st = st
+	s.cur.Store(a)
+	if s.ctx.Err() != nil {
+		// Close came before the attempt was published: it could not
+		// abort it, so the stream is reset here, at once.
+		a.abort()
+	}
+	r, err := st.Response(ctx)
+	if err != nil {
+		a.abort()
+		return nil, err
+	}
+	return r, nil
+}
+
+// abort ends the attempt, the one function that does: it cancels its
+// context, takes its body off the send queue (the engine then reads
+// nothing more of it) and resets its engine stream unless both sides
+// ended it (transport.Stream.Close), so that its connection is free of it
+// at once. Buffered response bytes are dropped. abort may be called more
+// than once, from any goroutine.
+func (a *attempt) abort() {
+	a.cancel()
+	a.body.Close()
+	if a.st != nil {
+		a.st.Close()
+	}
+}
