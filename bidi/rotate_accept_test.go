@@ -764,10 +764,17 @@ func TestRotationManyCalls(t *testing.T) {
 func TestRotationOverlapFault(t *testing.T) {
 	// Stream 1 is reset by its 11th message: the Finish message that
 	// follows the 10 frames once Rotate moved the input to stream 2.
+	// Stream 1 is the first whose handler starts (Open awaits its
+	// response, so before stream 2 is opened), not the first to receive
+	// a message: a busy server can read stream 2's first frame before
+	// stream 1's.
 	var first atomic.Pointer[biditest.Stream]
-	srv := newServer(t, biditest.StampedEcho(acceptDelay, func(st *biditest.Stream, seq int) bool {
-		first.CompareAndSwap(nil, st)
+	echo := biditest.StampedEcho(acceptDelay, func(st *biditest.Stream, seq int) bool {
 		return seq == 10 && first.Load() == st
+	})
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		first.CompareAndSwap(nil, st)
+		echo.ServeBidi(st)
 	}))
 	ctx := testCtx(t)
 	r := &bidi.Rotation{
@@ -778,7 +785,7 @@ func TestRotationOverlapFault(t *testing.T) {
 		},
 	}
 	start, items := receiveAll(r, 1<<10)
-	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "audio"}, r)
+	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "audio", AwaitResponse: true}, r)
 	if err != nil {
 		t.Fatalf("OpenRotating: %v", err)
 	}
