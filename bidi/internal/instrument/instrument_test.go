@@ -28,7 +28,9 @@ type counter struct {
 	m    *recordingMeter
 }
 
-func (c counter) Add(_ context.Context, n int64, _ ...metrics.RecordMetricOption) { c.m.adds[c.name] += n }
+func (c counter) Add(_ context.Context, n int64, _ ...metrics.RecordMetricOption) {
+	c.m.adds[c.name] += n
+}
 
 func newRecordingMeter() *recordingMeter {
 	return &recordingMeter{
