@@ -158,32 +158,32 @@ func resolveServiceBaseEndpoint(ctx context.Context, sources []any) (string, boo
 	return "", false
 }
 
+// resolveFIPS returns the first FIPS endpoint setting found in sources.
 func resolveFIPS(ctx context.Context, sources []any) (aws.FIPSEndpointState, bool) {
-	for _, s := range sources {
-		if p, ok := s.(useFIPSEndpointProvider); ok {
-			v, found, err := p.GetUseFIPSEndpoint(ctx)
-			if err != nil {
-				return 0, false
-			}
-			if found {
-				return v, true
-			}
-		}
-	}
-	return 0, false
+	return firstSetting(ctx, sources, useFIPSEndpointProvider.GetUseFIPSEndpoint)
 }
 
+// resolveDualStack returns the first dual-stack endpoint setting found in
+// sources.
 func resolveDualStack(ctx context.Context, sources []any) (aws.DualStackEndpointState, bool) {
+	return firstSetting(ctx, sources, useDualStackEndpointProvider.GetUseDualStackEndpoint)
+}
+
+// firstSetting returns the value of the first source that implements P and
+// has the setting, in order, as aws-sdk-go-v2's resolvers do: the search
+// stops, with nothing found, at the first source whose getter fails.
+func firstSetting[P, V any](ctx context.Context, sources []any, get func(P, context.Context) (V, bool, error)) (V, bool) {
+	var zero V
 	for _, s := range sources {
-		if p, ok := s.(useDualStackEndpointProvider); ok {
-			v, found, err := p.GetUseDualStackEndpoint(ctx)
+		if p, ok := s.(P); ok {
+			v, found, err := get(p, ctx)
 			if err != nil {
-				return 0, false
+				return zero, false
 			}
 			if found {
 				return v, true
 			}
 		}
 	}
-	return 0, false
+	return zero, false
 }

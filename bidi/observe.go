@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/smithy-go/metrics"
 	"github.com/aws/smithy-go/tracing"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/instrument"
 )
 
 // Observability: names of the span, its events and attributes, and of the
@@ -81,32 +83,23 @@ type observer struct {
 }
 
 func newObserver(tp tracing.TracerProvider, mp metrics.MeterProvider) *observer {
-	if tp == nil && mp == nil {
+	tracer, m, ok := instrument.Open(tp, mp, observabilityScope)
+	if !ok {
 		return nil
 	}
-	if tp == nil {
-		tp = tracing.NopTracerProvider{}
-	}
-	if mp == nil {
-		mp = metrics.NopMeterProvider{}
-	}
-	o := &observer{tracer: tp.Tracer(observabilityScope)}
-	m := meterOrNop{mp.Meter(observabilityScope)}
-	unit := func(u, d string) metrics.InstrumentOption {
-		return func(io *metrics.InstrumentOptions) { io.UnitLabel, io.Description = u, d }
-	}
-	o.callDuration, _ = m.Float64Histogram("client.call.duration", unit("s", "Time from Open to the response head (or the open's failure), retries included"))
-	o.callAttempts, _ = m.Int64Counter("client.call.attempts", unit("{attempt}", "Attempts to open a stream"))
-	o.callErrors, _ = m.Int64Counter("client.call.errors", unit("{error}", "Opens that failed"))
-	o.firstEvent, _ = m.Float64Histogram(streamMetricPrefix+"time_to_first_event", unit("s", "Time from Open to the first PayloadPart received"))
-	o.eventsSent, _ = m.Int64Counter(streamMetricPrefix+"events_sent", unit("{event}", "PayloadParts sent"))
-	o.eventsRecv, _ = m.Int64Counter(streamMetricPrefix+"events_received", unit("{event}", "PayloadParts received"))
-	o.bytesSent, _ = m.Int64Counter(streamMetricPrefix+"bytes_sent", unit("By", "Payload bytes sent"))
-	o.bytesRecv, _ = m.Int64Counter(streamMetricPrefix+"bytes_received", unit("By", "Payload bytes received"))
-	o.duration, _ = m.Float64Histogram(streamMetricPrefix+"duration", unit("s", "Session duration, Open to end"))
-	o.active, _ = m.Int64UpDownCounter(streamMetricPrefix+"active", unit("{session}", "Open sessions"))
-	o.retries, _ = m.Int64Counter(streamMetricPrefix+"retries", unit("{retry}", "Retried opens"))
-	o.ends, _ = m.Int64Counter(streamMetricPrefix+"ends", unit("{session}", "Ended sessions, by end_reason"))
+	o := &observer{tracer: tracer}
+	o.callDuration = m.Float64Histogram("client.call.duration", "s", "Time from Open to the response head (or the open's failure), retries included")
+	o.callAttempts = m.Int64Counter("client.call.attempts", "{attempt}", "Attempts to open a stream")
+	o.callErrors = m.Int64Counter("client.call.errors", "{error}", "Opens that failed")
+	o.firstEvent = m.Float64Histogram(streamMetricPrefix+"time_to_first_event", "s", "Time from Open to the first PayloadPart received")
+	o.eventsSent = m.Int64Counter(streamMetricPrefix+"events_sent", "{event}", "PayloadParts sent")
+	o.eventsRecv = m.Int64Counter(streamMetricPrefix+"events_received", "{event}", "PayloadParts received")
+	o.bytesSent = m.Int64Counter(streamMetricPrefix+"bytes_sent", "By", "Payload bytes sent")
+	o.bytesRecv = m.Int64Counter(streamMetricPrefix+"bytes_received", "By", "Payload bytes received")
+	o.duration = m.Float64Histogram(streamMetricPrefix+"duration", "s", "Session duration, Open to end")
+	o.active = m.Int64UpDownCounter(streamMetricPrefix+"active", "{session}", "Open sessions")
+	o.retries = m.Int64Counter(streamMetricPrefix+"retries", "{retry}", "Retried opens")
+	o.ends = m.Int64Counter(streamMetricPrefix+"ends", "{session}", "Ended sessions, by end_reason")
 	o.baseRecordOpt = []metrics.RecordMetricOption{func(ro *metrics.RecordMetricOptions) {
 		ro.Properties.Set(attrService, serviceID)
 		ro.Properties.Set(attrMethod, "InvokeEndpointWithBidirectionalStream")
@@ -276,32 +269,4 @@ func errorType(err error) string {
 		return ""
 	}
 	return fmt.Sprintf("%T", err)
-}
-
-// meterOrNop creates the instruments the observer uses, falling back to
-// no-op ones when the provider fails to create one, so that recording
-// never meets a nil instrument.
-type meterOrNop struct{ metrics.Meter }
-
-var nopMeter = metrics.NopMeterProvider{}.Meter("")
-
-func (m meterOrNop) Int64Counter(name string, opts ...metrics.InstrumentOption) (metrics.Int64Counter, error) {
-	if c, err := m.Meter.Int64Counter(name, opts...); err == nil && c != nil {
-		return c, nil
-	}
-	return nopMeter.Int64Counter(name)
-}
-
-func (m meterOrNop) Int64UpDownCounter(name string, opts ...metrics.InstrumentOption) (metrics.Int64UpDownCounter, error) {
-	if c, err := m.Meter.Int64UpDownCounter(name, opts...); err == nil && c != nil {
-		return c, nil
-	}
-	return nopMeter.Int64UpDownCounter(name)
-}
-
-func (m meterOrNop) Float64Histogram(name string, opts ...metrics.InstrumentOption) (metrics.Float64Histogram, error) {
-	if h, err := m.Meter.Float64Histogram(name, opts...); err == nil && h != nil {
-		return h, nil
-	}
-	return nopMeter.Float64Histogram(name)
 }

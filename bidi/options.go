@@ -1,6 +1,7 @@
 package bidi
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -362,27 +363,35 @@ func cacheCredentials(p aws.CredentialsProvider) aws.CredentialsProvider {
 // validate reports option values that cannot work. It does not resolve the
 // endpoint; see endpoint.
 func (o *Options) validate() error {
-	switch {
-	case o.MaxPartSize < 0 || o.MaxPartSize > maxPartSizeLimit:
+	if o.MaxPartSize < 0 || o.MaxPartSize > maxPartSizeLimit {
 		return fmt.Errorf("bidi: Options.MaxPartSize %d out of range [1, %d]", o.MaxPartSize, maxPartSizeLimit)
-	case o.MaxMessageSize < 0:
-		return fmt.Errorf("bidi: Options.MaxMessageSize %d is negative", o.MaxMessageSize)
-	case o.RetryMaxAttempts < 0:
-		return fmt.Errorf("bidi: Options.RetryMaxAttempts %d is negative", o.RetryMaxAttempts)
-	case o.RetryMaxBackoff < 0:
-		return fmt.Errorf("bidi: Options.RetryMaxBackoff %v is negative", o.RetryMaxBackoff)
-	case o.MaxStreamsPerConnection < 0:
-		return fmt.Errorf("bidi: Options.MaxStreamsPerConnection %d is negative", o.MaxStreamsPerConnection)
-	case o.DialTimeout < 0:
-		return fmt.Errorf("bidi: Options.DialTimeout %v is negative", o.DialTimeout)
-	case o.HealthCheckTimeout < 0:
-		return fmt.Errorf("bidi: Options.HealthCheckTimeout %v is negative", o.HealthCheckTimeout)
+	}
+	if err := cmp.Or(
+		negative("MaxMessageSize", o.MaxMessageSize),
+		negative("RetryMaxAttempts", o.RetryMaxAttempts),
+		negative("RetryMaxBackoff", o.RetryMaxBackoff),
+		negative("MaxStreamsPerConnection", o.MaxStreamsPerConnection),
+		negative("DialTimeout", o.DialTimeout),
+		negative("HealthCheckTimeout", o.HealthCheckTimeout),
+	); err != nil {
+		return err
+	}
+	switch {
 	case o.Credentials == nil:
 		return errNoCredentials
 	case o.Region == "" && o.BaseEndpoint != nil:
 		// Without a custom endpoint, endpoint resolution reports the
 		// missing region in the rule set's words.
 		return errNoRegion
+	}
+	return nil
+}
+
+// negative returns the error of the Options field name, which must not be
+// negative, if v is; else nil.
+func negative[T ~int | ~int64](name string, v T) error {
+	if v < 0 {
+		return fmt.Errorf("bidi: Options.%s %v is negative", name, v)
 	}
 	return nil
 }

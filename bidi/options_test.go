@@ -126,3 +126,23 @@ func TestOptionsCopy(t *testing.T) {
 		t.Error("Copy invented a BaseEndpoint")
 	}
 }
+
+// TestOptionsNegativeText checks the text of the errors of the fields
+// that must not be negative: the field's name and its value as set.
+func TestOptionsNegativeText(t *testing.T) {
+	for _, tc := range []struct {
+		mod  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.MaxMessageSize = -2 }, "bidi: Options.MaxMessageSize -2 is negative"},
+		{func(o *Options) { o.MaxStreamsPerConnection = -3 }, "bidi: Options.MaxStreamsPerConnection -3 is negative"},
+		{func(o *Options) { o.DialTimeout = -time.Second }, "bidi: Options.DialTimeout -1s is negative"},
+		{func(o *Options) { o.RetryMaxBackoff = -time.Millisecond; o.DialTimeout = -1 }, "bidi: Options.RetryMaxBackoff -1ms is negative"},
+	} {
+		o := Options{Credentials: aws.AnonymousCredentials{}, Region: "us-west-2"}
+		tc.mod(&o)
+		if err := o.validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("validate() = %v, want %q", err, tc.want)
+		}
+	}
+}

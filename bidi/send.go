@@ -65,13 +65,10 @@ func (e *sendInterruptedError) Unwrap() error { return e.Err }
 // Send may be called from several goroutines: calls are serialized, and
 // one message's parts never interleave with another's.
 func (s *Session) Send(ctx context.Context, m Message) error {
-	if err := s.lockSend(ctx); err != nil {
+	if err := s.lockSendable(ctx); err != nil {
 		return err
 	}
 	defer s.unlockSend()
-	if err := s.sendable(); err != nil {
-		return err
-	}
 	if s.partOpen {
 		return errMessageInProgress
 	}
@@ -81,15 +78,7 @@ func (s *Session) Send(ctx context.Context, m Message) error {
 	if m.Type == DataTypeUTF8 && !utf8.Valid(m.Data) {
 		return invalidUTF8("Message.Data")
 	}
-	sp := newSplitter(m, s.maxPart).withCut(s.partCut)
-	first := true
-	for p, ok := sp.next(); ok; p, ok = sp.next() {
-		if err := s.sendPart(ctx, p, !first); err != nil {
-			return err
-		}
-		first = false
-	}
-	return nil
+	return s.sendSplit(ctx, m, true)
 }
 
 // SendPart sends one raw part: a fragment of a message, for callers that
@@ -106,13 +95,10 @@ func (s *Session) Send(ctx context.Context, m Message) error {
 // session with an error matching [ErrSendInterrupted]. CloseSend refuses to end the
 // request inside a message (an error).
 func (s *Session) SendPart(ctx context.Context, p Part) error {
-	if err := s.lockSend(ctx); err != nil {
+	if err := s.lockSendable(ctx); err != nil {
 		return err
 	}
 	defer s.unlockSend()
-	if err := s.sendable(); err != nil {
-		return err
-	}
 	if err := checkType("Part.Type", p.Type); err != nil {
 		return err
 	}
@@ -123,14 +109,8 @@ func (s *Session) SendPart(ctx context.Context, p Part) error {
 	if s.partType == DataTypeUTF8 && !text.check(p.Data, p.Complete) {
 		return invalidUTF8("Part.Data")
 	}
-	sp := newSplitter(Message{Data: p.Data, Type: p.Type}, s.maxPart).withCut(s.partCut)
-	first := true
-	for q, ok := sp.next(); ok; q, ok = sp.next() {
-		q.Complete = q.Complete && p.Complete
-		if err := s.sendPart(ctx, q, !first); err != nil {
-			return err
-		}
-		first = false
+	if err := s.sendSplit(ctx, Message{Data: p.Data, Type: p.Type}, p.Complete); err != nil {
+		return err
 	}
 	s.partOpen, s.partText = !p.Complete, text
 	return nil
@@ -174,15 +154,24 @@ func (s *Session) CloseSend() error {
 	return nil
 }
 
-func (s *Session) lockSend(ctx context.Context) error {
-	if s.sendLock.TryLock() {
-		return nil // without touching the contexts: this runs for every message
+// lockSendable takes the send lock for Send and SendPart, waiting while
+// ctx allows, and keeps it only if the session can send (see sendable):
+// on an error the lock is not held.
+func (s *Session) lockSendable(ctx context.Context) error {
+	if !s.sendLock.TryLock() { // TryLock first, without touching the contexts: this runs for every message
+		err := s.sendLock.Lock(ctx, s.state.over, s.ctx.Done())
+		if err == errLockStopped {
+			return s.sendCause()
+		}
+		if err != nil {
+			return err
+		}
 	}
-	err := s.sendLock.Lock(ctx, s.state.over, s.ctx.Done())
-	if err == errLockStopped {
-		return s.sendCause()
+	if err := s.sendable(); err != nil {
+		s.unlockSend()
+		return err
 	}
-	return err
+	return nil
 }
 
 func (s *Session) unlockSend() { s.sendLock.Unlock() }
@@ -214,6 +203,22 @@ func (s *Session) sendCause() error {
 		err = s.sessionErr()
 	}
 	return err
+}
+
+// sendSplit sends m as parts of at most Options.MaxPartSize bytes (see
+// splitter); its last part is Complete only if complete is set. The send
+// lock is held.
+func (s *Session) sendSplit(ctx context.Context, m Message, complete bool) error {
+	sp := newSplitter(m, s.maxPart).withCut(s.partCut)
+	first := true
+	for p, ok := sp.next(); ok; p, ok = sp.next() {
+		p.Complete = p.Complete && complete
+		if err := s.sendPart(ctx, p, !first); err != nil {
+			return err
+		}
+		first = false
+	}
+	return nil
 }
 
 // sendPart encodes one part and queues it for the transport, waiting for

@@ -205,6 +205,41 @@ func (c *call) overflowStatus(toModel bool) (websocket.StatusCode, string) {
 	return websocket.StatusPolicyViolation, reason
 }
 
+// pass is the step both producers take with a message m they have read:
+// m goes through the direction's hook h, then into d (delivered or
+// queued). It reports whether the producer goes on reading (more: false
+// once the call is over or d overflowed, which aborts the call) and
+// whether d's consumer took the producer's role on (handed). recycle, if
+// not nil, takes back a buffer the call drops: the one read when h drops
+// m, or the message's when d refuses it.
+func (c *call) pass(d *direction, h Hook, m bidi.Message, recycle func([]byte)) (more, handed bool) {
+	toModel := d == &c.in
+	read := m.Data
+	m, ok := c.hook(h, m)
+	if !ok {
+		if recycle != nil {
+			recycle(read)
+		}
+		select {
+		case <-c.aborted:
+			return false, false
+		default:
+			return c.ctx.Err() == nil, false
+		}
+	}
+	dropped, ok, handed := d.accept(m, c.h.opts.Overflow == OverflowDropOldest)
+	c.obs.dropped(toModel, dropped)
+	if !ok {
+		if recycle != nil {
+			recycle(m.Data)
+		}
+		code, reason := c.overflowStatus(toModel)
+		c.abort(code, reason, KindOverflow)
+		return false, false
+	}
+	return true, handed
+}
+
 // hook runs a Hook and turns its error into an abort; it reports whether
 // m is to be forwarded.
 func (c *call) hook(h Hook, m bidi.Message) (bidi.Message, bool) {
@@ -266,24 +301,10 @@ func (c *call) readClient() (handed bool) {
 			// end gives the close code (see recvModel).
 			continue
 		}
-		m, ok := c.hook(o.ToModel, m)
-		if !ok {
-			putBuf(data)
-			if c.ctx.Err() != nil || isClosed(c.aborted) {
-				return false
-			}
-			continue
-		}
-		dropped, ok, handed := c.in.accept(m, o.Overflow == OverflowDropOldest)
-		c.obs.dropped(true, dropped)
-		if !ok {
-			putBuf(m.Data)
-			code, reason := c.overflowStatus(true)
-			c.abort(code, reason, KindOverflow)
-			return false
-		}
-		if handed {
-			return true
+		// The read buffer is pooled: it goes back to the pool when the
+		// message is dropped.
+		if more, handed := c.pass(&c.in, o.ToModel, m, putBuf); !more || handed {
+			return handed
 		}
 	}
 }
@@ -387,22 +408,8 @@ func (c *call) recvModel() (handed bool) {
 		}
 		c.touch()
 		c.lastReply.Store(time.Now().UnixNano())
-		m, ok := c.hook(o.ToClient, m)
-		if !ok {
-			if c.ctx.Err() != nil || isClosed(c.aborted) {
-				return false
-			}
-			continue
-		}
-		dropped, ok, handed := c.out.accept(m, o.Overflow == OverflowDropOldest)
-		c.obs.dropped(false, dropped)
-		if !ok {
-			code, reason := c.overflowStatus(false)
-			c.abort(code, reason, KindOverflow)
-			return false
-		}
-		if handed {
-			return true
+		if more, handed := c.pass(&c.out, o.ToClient, m, nil); !more || handed {
+			return handed
 		}
 	}
 }
@@ -439,13 +446,4 @@ func (c *call) closeClient() {
 	}
 	code, reason, _ := c.status()
 	c.ws.Close(code, reason)
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/aws/smithy-go/metrics"
 	"github.com/aws/smithy-go/tracing"
 	"github.com/coder/websocket"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/instrument"
 )
 
 // Observability: the span of a relayed call and the relay's metrics,
@@ -78,36 +80,18 @@ type observer struct {
 
 // newObserver returns nil when neither provider is set.
 func newObserver(tp tracing.TracerProvider, mp metrics.MeterProvider) *observer {
-	if tp == nil && mp == nil {
+	tracer, m, ok := instrument.Open(tp, mp, ObservabilityScope)
+	if !ok {
 		return nil
 	}
-	if tp == nil {
-		tp = tracing.NopTracerProvider{}
-	}
-	if mp == nil {
-		mp = metrics.NopMeterProvider{}
-	}
-	m := mp.Meter(ObservabilityScope)
-	nop := metrics.NopMeterProvider{}.Meter("")
-	counter := func(name, unit, desc string) metrics.Int64Counter {
-		c, err := m.Int64Counter(name, func(o *metrics.InstrumentOptions) { o.UnitLabel, o.Description = unit, desc })
-		if err != nil || c == nil {
-			c, _ = nop.Int64Counter(name)
-		}
-		return c
-	}
 	o := &observer{
-		tracer:   tp.Tracer(ObservabilityScope),
-		messages: counter(MetricMessages, "{message}", "Messages relayed"),
-		bytes:    counter(MetricBytes, "By", "Payload bytes relayed"),
-		drops:    counter(MetricDrops, "{message}", "Messages dropped by the overflow policy"),
-		closes:   counter(MetricCloses, "{call}", "Calls ended, by close code and kind"),
-		refused:  counter(MetricRefused, "{request}", "Requests refused before the upgrade"),
-	}
-	var err error
-	o.active, err = m.Int64UpDownCounter(MetricActive, func(io *metrics.InstrumentOptions) { io.UnitLabel, io.Description = "{call}", "Calls in progress" })
-	if err != nil || o.active == nil {
-		o.active, _ = nop.Int64UpDownCounter(MetricActive)
+		tracer:   tracer,
+		messages: m.Int64Counter(MetricMessages, "{message}", "Messages relayed"),
+		bytes:    m.Int64Counter(MetricBytes, "By", "Payload bytes relayed"),
+		drops:    m.Int64Counter(MetricDrops, "{message}", "Messages dropped by the overflow policy"),
+		closes:   m.Int64Counter(MetricCloses, "{call}", "Calls ended, by close code and kind"),
+		refused:  m.Int64Counter(MetricRefused, "{request}", "Requests refused before the upgrade"),
+		active:   m.Int64UpDownCounter(MetricActive, "{call}", "Calls in progress"),
 	}
 	dir := func(d string) []metrics.RecordMetricOption {
 		return []metrics.RecordMetricOption{func(ro *metrics.RecordMetricOptions) { ro.Properties.Set(AttrDirection, d) }}

@@ -85,22 +85,22 @@ func (c *call) clientEnded() {
 // modelEnded is out's producer's end.
 func (c *call) modelEnded() {
 	close(c.modelDone)
-	c.supMu.Lock()
-	c.modelOver = true
-	both := c.writeOver
-	c.supMu.Unlock()
-	c.startFinish()
-	if both {
-		c.end(false)
-	}
+	c.outHalfEnded(&c.modelOver, &c.writeOver)
 }
 
 // writeEnded is the end of out's deliveries: the client has every reply
 // (or is gone).
 func (c *call) writeEnded() {
+	c.outHalfEnded(&c.writeOver, &c.modelOver)
+}
+
+// outHalfEnded records the end of one half of out (its producer or its
+// deliveries: mine, a field guarded by supMu) and starts the finish; the
+// half that ends second, finding other set, ends the call.
+func (c *call) outHalfEnded(mine, other *bool) {
 	c.supMu.Lock()
-	c.writeOver = true
-	both := c.modelOver
+	*mine = true
+	both := *other
 	c.supMu.Unlock()
 	c.startFinish()
 	if both {

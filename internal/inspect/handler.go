@@ -204,18 +204,29 @@ func (st *Store) serveSessions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, st.list())
 }
 
-func (st *Store) serveSession(w http.ResponseWriter, r *http.Request) {
+// lockSession finds the session of the request's {id} and returns it
+// with st.mu held, for the caller to unlock. When the id is malformed
+// (400) or unknown (404), it answers the request and returns false,
+// with st.mu not held.
+func (st *Store) lockSession(w http.ResponseWriter, r *http.Request) (s *session, id uint64, ok bool) {
 	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
 	if err != nil {
 		http.Error(w, "inspect: bad session id", http.StatusBadRequest)
-		return
+		return nil, 0, false
 	}
-	from, _ := strconv.Atoi(r.URL.Query().Get("from"))
 	st.mu.Lock()
-	s := st.find(id)
-	if s == nil {
+	if s = st.find(id); s == nil {
 		st.mu.Unlock()
 		http.NotFound(w, r)
+		return nil, 0, false
+	}
+	return s, id, true
+}
+
+func (st *Store) serveSession(w http.ResponseWriter, r *http.Request) {
+	from, _ := strconv.Atoi(r.URL.Query().Get("from"))
+	s, _, ok := st.lockSession(w, r)
+	if !ok {
 		return
 	}
 	out := struct {
@@ -238,16 +249,8 @@ func (st *Store) serveSession(w http.ResponseWriter, r *http.Request) {
 // marked redacted, its header's recorder is RedactedRecorder, and its
 // name ends in "-redacted.jsonl".
 func (st *Store) serveCassette(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
-	if err != nil {
-		http.Error(w, "inspect: bad session id", http.StatusBadRequest)
-		return
-	}
-	st.mu.Lock()
-	s := st.find(id)
-	if s == nil {
-		st.mu.Unlock()
-		http.NotFound(w, r)
+	s, id, ok := st.lockSession(w, r)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")

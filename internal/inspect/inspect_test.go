@@ -355,3 +355,29 @@ func TestCloseReasonAndRedactedDownload(t *testing.T) {
 		t.Errorf("a session with a file downloads as %q, %d bytes (the file has %d)", disp, len(body), recorded.Len())
 	}
 }
+
+// A session route answers a malformed id with 400 and an unknown one with
+// 404, and the store stays usable after either (its lock was released).
+func TestSessionRoutesBadID(t *testing.T) {
+	st := inspect.NewStore(nil)
+	feed(t, st, "only")
+	h := st.Handler()
+	for _, tc := range []struct {
+		path string
+		want int
+	}{
+		{"/api/sessions/x", 400},
+		{"/api/sessions/999", 404},
+		{"/sessions/-1/cassette", 400},
+		{"/sessions/999/cassette", 404},
+		{"/api/sessions", 200},
+	} {
+		r := httptest.NewRequest("GET", tc.path, nil)
+		r.RemoteAddr, r.Host = "127.0.0.1:5000", "127.0.0.1:8444"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tc.want {
+			t.Errorf("GET %s: %d, want %d", tc.path, w.Code, tc.want)
+		}
+	}
+}

@@ -90,18 +90,10 @@ type Hooks struct {
 	Dialed func(addr string, err error)
 }
 
-func (c *Config) dialTimeout() time.Duration {
-	if c.DialTimeout > 0 {
-		return c.DialTimeout
-	}
-	return DefaultDialTimeout
-}
+func (c *Config) dialTimeout() time.Duration { return positiveOr(c.DialTimeout, DefaultDialTimeout) }
 
 func (c *Config) maxStreams() uint32 {
-	if c.MaxStreamsPerConn > 0 {
-		return uint32(c.MaxStreamsPerConn)
-	}
-	return DefaultMaxStreamsPerConn
+	return uint32(positiveOr(c.MaxStreamsPerConn, DefaultMaxStreamsPerConn))
 }
 
 func (c *Config) idleTimeout() time.Duration {
@@ -111,19 +103,9 @@ func (c *Config) idleTimeout() time.Duration {
 	return c.IdleTimeout
 }
 
-func (c *Config) pingTimeout() time.Duration {
-	if c.PingTimeout > 0 {
-		return c.PingTimeout
-	}
-	return DefaultPingTimeout
-}
+func (c *Config) pingTimeout() time.Duration { return positiveOr(c.PingTimeout, DefaultPingTimeout) }
 
-func (c *Config) streamWindow() int32 {
-	if c.StreamWindow > 0 {
-		return c.StreamWindow
-	}
-	return DefaultStreamWindow
-}
+func (c *Config) streamWindow() int32 { return positiveOr(c.StreamWindow, DefaultStreamWindow) }
 
 func (c *Config) connWindow() int32 {
 	if c.ConnWindow > 0 {
@@ -131,4 +113,13 @@ func (c *Config) connWindow() int32 {
 		return max(c.ConnWindow, initialWindow)
 	}
 	return DefaultConnWindow
+}
+
+// positiveOr returns v if it is positive, else def: a Config field whose
+// zero (or negative) value means its default.
+func positiveOr[T int | int32 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
