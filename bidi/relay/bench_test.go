@@ -1,8 +1,8 @@
 package relay
 
 import (
+	"bytes"
 	"context"
-	"io"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -52,11 +52,11 @@ func BenchmarkEcho(b *testing.B) {
 	b.Run("relay-lean", func(b *testing.B) {
 		e := newEnv(b, nil, nil, nil, plainSessions)
 		c := e.dial(b)
-		buf := make([]byte, 0, 4096)
+		var buf bytes.Buffer
+		buf.Grow(4096)
 		b.ReportAllocs()
 		for b.Loop() {
-			var err error
-			if buf, err = leanRoundTrip(c, frame, buf); err != nil {
+			if err := leanRoundTrip(c, frame, &buf); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -66,26 +66,15 @@ func BenchmarkEcho(b *testing.B) {
 // leanRoundTrip writes frame and reads one message into buf, without a
 // cancellable context (which costs coder/websocket an AfterFunc per call)
 // or a buffer per message.
-func leanRoundTrip(c *websocket.Conn, frame, buf []byte) ([]byte, error) {
+func leanRoundTrip(c *websocket.Conn, frame []byte, buf *bytes.Buffer) error {
 	if err := c.Write(context.Background(), websocket.MessageBinary, frame); err != nil {
-		return buf, err
+		return err
 	}
 	_, r, err := c.Reader(context.Background())
 	if err != nil {
-		return buf, err
+		return err
 	}
-	buf = buf[:0]
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
+	buf.Reset()
+	_, err = buf.ReadFrom(r)
+	return err
 }
