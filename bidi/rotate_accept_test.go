@@ -247,14 +247,20 @@ func TestRotationPacedAudioTwoHours(t *testing.T) {
 	}
 	// Seamless: the successor's first reply is returned before the end
 	// of the stream it replaced (which waits FinishQuiet, 2 s, after its
-	// last reply).
-	for _, ev := range log.events {
+	// last reply). A rotation that began after the last frame was sent
+	// leaves its successor no frame to answer: every frame answered once
+	// (checked above) by the streams before it shows that this is so.
+	for i, ev := range log.events {
 		first := -1
 		for _, r := range log.replies {
 			if r.gen == ev.To {
 				first = r.index
 				break
 			}
+		}
+		if first < 0 && i == len(log.events)-1 && !slices.Contains(count, 0) {
+			t.Logf("rotation %d -> %d began after the last frame was sent", ev.From, ev.To)
+			continue
 		}
 		if end, ok := log.endAt[ev.From]; first < 0 || !ok || first > end {
 			t.Errorf("rotation %d -> %d: the successor's first reply at item %d, the old stream's end at %d (ended: %v)", ev.From, ev.To, first, end, ok)
