@@ -131,7 +131,7 @@ func endSession(c *bidi.Client, i int, opened *sync.WaitGroup, proceed <-chan st
 	}()
 	once := sync.OnceFunc(opened.Done)
 	defer once()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	end := i % numEnds
 	name := map[int]string{endModelError: "model-error", endReset: "reset", endRefused: "refused"}[end]
