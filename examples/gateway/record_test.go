@@ -179,8 +179,11 @@ func TestRecordReplayInspect(t *testing.T) {
 	logs := new(clitest.SyncBuffer)
 	exit := make(chan int, 1)
 	go func() {
+		// -dial-timeout: SageMaker's 250 ms for the container's accept is
+		// missed on a saturated host, and the client's retry of that open
+		// would be a session (and a cassette) more than the test's.
 		exit <- run(ctx, []string{"-addr", "127.0.0.1:0", "-container", "ws://" + container.Listener.Addr().String(),
-			"-cert-out", certFile, "-record", dir, "-inspect", "127.0.0.1:0"}, io.Discard, logs, tokenEnv)
+			"-cert-out", certFile, "-record", dir, "-inspect", "127.0.0.1:0", "-dial-timeout", "30s"}, io.Discard, logs, tokenEnv)
 	}()
 	url := waitListening(t, logs)
 	m := inspectorRE.FindStringSubmatch(logs.String())
