@@ -94,8 +94,10 @@ type Rotation struct {
 	// the window forgets them once it ended cleanly; if it fails while it
 	// finishes, the current stream is replaced too, and the successor is
 	// sent the window from the failed stream's messages on
-	// (RotationOverlapFault). Messages sent with SendPart are not kept. 0
-	// with ReplayBytes 0 means no replay.
+	// (RotationOverlapFault), also when the input has ended meanwhile
+	// (CloseSend or Finish): the successor is then finished in turn.
+	// Messages sent with SendPart are not kept. 0 with ReplayBytes 0
+	// means no replay.
 	ReplayWindow time.Duration
 
 	// ReplayBytes bounds the replay window's Data, oldest messages
@@ -343,10 +345,15 @@ type RotatingSession struct {
 
 	// mu guards the settling of generations (generation.settle),
 	// terminal and pumps.
-	mu       sync.Mutex
-	terminal error         // a *reconnectError once the rotator gave up
-	pumps    int           // generations whose end Recv has not taken yet
-	olds     []*generation // streams rotated away from, finishing (pruned as they end)
+	mu        sync.Mutex
+	terminal  error         // a *reconnectError once the rotator gave up
+	pumps     int           // generations whose end Recv has not taken yet
+	olds      []*generation // streams rotated away from, finishing (pruned as they end)
+	finishers int           // finishOld goroutines that have not returned
+
+	// finisherDone is signalled (capacity 1) when a finishOld goroutine
+	// returns, for the rotator waiting for the last once the input ended.
+	finisherDone chan struct{}
 
 	// stopped is closed when the rotator exits.
 	stopped chan struct{}
@@ -403,11 +410,18 @@ type generation struct {
 
 	// settled is closed, under RotatingSession.mu, once it is known
 	// what follows this stream for the sender and the receiver: next
-	// (with reason) or nothing (next nil: input ended, or the rotator
-	// gave up). Written before settled is closed, read-only after.
+	// (with reason) or nothing (next nil: input ended and, with replay
+	// on, every older stream finished; or the rotator gave up). Written
+	// before settled is closed, read-only after.
 	settled   chan struct{}
 	isSettled bool // guarded by RotatingSession.mu
 	next      *generation
+
+	// recovered is set by the rotator, under the send lock, when the
+	// stream failed while finishing and a successor was sent the
+	// messages it left unanswered: its error is no longer the call's.
+	// Read by Finish once the rotator stopped.
+	recovered bool
 }
 
 // kick records that Send failed on the stream with err.
@@ -487,6 +501,7 @@ func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (
 		inputDone:     make(chan struct{}),
 		rotateReq:     make(chan rotateRequest),
 		oldFailed:     make(chan *generation),
+		finisherDone:  make(chan struct{}, 1),
 		stopped:       make(chan struct{}),
 		items:         make(chan rotItem),
 		replay:        newReplayWindow(r.ReplayWindow, r.ReplayBytes),

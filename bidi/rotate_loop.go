@@ -16,6 +16,8 @@ func (rs *RotatingSession) rotate() {
 	defer close(rs.stopped)
 	failures := 0              // reconnects in a row, the one under way included
 	var pending *rotateRequest // the Rotate being served
+	var carried *generation    // a failed old stream not served when the input ended
+	defer func() { rs.afterInput(carried) }()
 	answer := func(err error) {
 		if pending != nil {
 			pending.done <- err
@@ -62,6 +64,7 @@ func (rs *RotatingSession) rotate() {
 		case <-g.kicked:
 		}
 		stopTimer(timer)
+		carried = failed // until it is served
 		if rs.ctx.Err() != nil || rs.inputEnded() {
 			return
 		}
@@ -77,6 +80,7 @@ func (rs *RotatingSession) rotate() {
 			next.sess.Close()
 			return
 		}
+		carried = nil
 		answer(nil)
 		if reason == RotationEarlyEnd {
 			g.sess.CloseSend() // after a failed Send, the stream may still be open
@@ -124,7 +128,120 @@ func (rs *RotatingSession) retire(g *generation) {
 	// Keep the old input open while its model answers (unless
 	// FinishQuiet < 0); its pump hands the replies to Recv meanwhile.
 	// Finish ends when the old stream does, or with the session.
-	go rs.finishOld(g)
+	rs.startFinisher(g)
+}
+
+// startFinisher runs finishOld(g) on a goroutine of its own, counted in
+// finishers until it returns.
+func (rs *RotatingSession) startFinisher(g *generation) {
+	rs.mu.Lock()
+	rs.finishers++
+	rs.mu.Unlock()
+	go func() {
+		rs.finishOld(g)
+		rs.mu.Lock()
+		rs.finishers--
+		rs.mu.Unlock()
+		select {
+		case rs.finisherDone <- struct{}{}:
+		default: // a signal is pending already
+		}
+	}()
+}
+
+// afterInput runs as the rotator exits. Once the input ended (not after
+// Close), and with replay on, it stays until every stream rotated away
+// from has finished (settleOlds), then settles the current stream:
+// nothing follows it.
+// carried is a failed stream the rotator received but did not serve.
+func (rs *RotatingSession) afterInput(carried *generation) {
+	if rs.replay == nil || rs.ctx.Err() != nil || !rs.inputEnded() || rs.terminalErr() != nil {
+		return
+	}
+	rs.settleOlds(carried)
+	rs.settle(rs.cur, nil) // no-op if the rotator gave up
+}
+
+// settleOlds waits, once the input ended, until no stream rotated away
+// from is finishing. One that fails with messages of the replay window
+// unanswered gets a successor all the same (RotationOverlapFault): it is
+// sent those messages and the ones after them, then finished like the
+// others, so that the end of the call loses nothing to an old stream's
+// fault. Reconnects count against MaxReconnects as after an early end;
+// beyond it, or on an error that a retry cannot fix, the rotator gives
+// up (Recv and Finish report why).
+func (rs *RotatingSession) settleOlds(failed *generation) {
+	failures := 0
+	for {
+		if failed != nil && rs.uncovered(failed) && !rs.recoverOld(failed, &failures) {
+			return
+		}
+		failed = nil
+		rs.mu.Lock()
+		left := rs.finishers
+		rs.mu.Unlock()
+		if left == 0 {
+			return
+		}
+		select {
+		case failed = <-rs.oldFailed:
+		case <-rs.finisherDone:
+		case <-rs.ctx.Done():
+			return
+		}
+	}
+}
+
+// recoverOld opens a successor of the current stream once the input
+// ended, sends it the replay window from the end of failed, and finishes
+// it as a stream rotated away from. It reports false if it gave up or the
+// session closed.
+func (rs *RotatingSession) recoverOld(failed *generation, failures *int) bool {
+	g := rs.cur
+	var next *generation
+	for {
+		*failures++
+		lastErr := failed.endErr()
+		if *failures > rs.maxReconnects || permanent(lastErr) {
+			rs.giveUp(g, &reconnectError{Reconnects: *failures - 1, Err: lastErr})
+			return false
+		}
+		if *failures > 1 && !backoff.Sleep(rs.ctx, rs.backoff(*failures-1)) {
+			return false
+		}
+		var err error
+		if next, err = rs.open(g.n+1, time.Now()); err == nil {
+			break
+		}
+		if rs.ctx.Err() != nil {
+			return false
+		}
+		if permanent(err) {
+			rs.giveUp(g, &reconnectError{Reconnects: *failures, Err: err})
+			return false
+		}
+	}
+	if rs.sendLock.Lock(rs.ctx, nil, nil) != nil {
+		next.sess.Close()
+		return false
+	}
+	ev := RotationEvent{
+		From: g.n, To: next.n, Reason: RotationOverlapFault, Err: failed.endErr(),
+		Start: StreamStart{Time: next.started, Offset: next.started.Sub(rs.began), Messages: rs.sent.Load(), Bytes: rs.sentBytes},
+	}
+	rs.replayTo(next, failed.endAt, &ev)
+	failed.recovered = true
+	next.event = ev
+	rs.cur = next
+	rs.gen.Store(int64(next.n))
+	rs.sendLock.Unlock()
+	rs.settle(g, next)
+	rs.startPump(next, nil)
+	rs.mu.Lock()
+	rs.olds = append(rs.olds, next)
+	rs.mu.Unlock()
+	rs.startFinisher(next) // the input ended: no Rotation.Finish for it
+	return true
 }
 
 // finishOld ends a stream rotated away from, once its model is quiet,
@@ -303,6 +420,7 @@ func (rs *RotatingSession) install(g, next *generation, reason RotationReason, f
 	case RotationOverlapFault:
 		ev.Err = failed.endErr()
 		rs.replayTo(next, failed.endAt, &ev)
+		failed.recovered = true
 	}
 	next.event = ev
 	rs.cur = next

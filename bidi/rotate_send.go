@@ -121,6 +121,8 @@ func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
 		}
 		select {
 		case <-g.settled:
+		case <-rs.inputDone:
+			return errSendClosed
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-rs.ctx.Done():
@@ -170,7 +172,12 @@ func (rs *RotatingSession) endInput(ctx context.Context) (*generation, error) {
 	}
 	rs.sendClosed = true
 	close(rs.inputDone)
-	rs.settle(rs.cur, nil)
+	if rs.replay == nil {
+		// With replay on, the rotator settles the last stream once the
+		// older ones finished: one of them may fail and need a successor
+		// (settleOlds).
+		rs.settle(rs.cur, nil)
+	}
 	return rs.cur, nil
 }
 
@@ -196,13 +203,16 @@ func (rs *RotatingSession) CloseSend() error {
 // abandoned), finishes the current stream as Session.Finish(ctx, quiet)
 // does, and waits until every stream rotated away from has ended too
 // (those finish on their own, Rotation.FinishQuiet after their model's
-// last reply). Another goroutine must keep reading with Recv meanwhile;
+// last reply), and with replay on for the successor of one that failed
+// meanwhile (see Rotation.ReplayWindow). Another goroutine must keep
+// reading with Recv meanwhile;
 // once Finish returned, Recv returns the remaining replies and then
 // io.EOF (or why the last stream ended).
 //
 // It returns nil when every stream ended cleanly or with a normal closure,
 // else the current stream's error, or the first error that ended an older
-// one; ctx's error if ctx ends first; an error inside a
+// one that was not replaced; the error the rotator gave up with if a
+// replacement failed; ctx's error if ctx ends first; an error inside a
 // message begun with SendPart; the session's error after Close.
 func (rs *RotatingSession) Finish(ctx context.Context, quiet time.Duration) error {
 	g, err := rs.endInput(ctx)
@@ -222,11 +232,25 @@ func (rs *RotatingSession) Finish(ctx context.Context, quiet time.Duration) erro
 		return err
 	}
 	// Older streams still finishing precede g in the chain from the one
-	// Recv reads; wait for each.
+	// Recv reads; wait for each. With replay on, the rotator stays until
+	// they finished (settleOlds): one that failed with messages
+	// unanswered got a successor, whose end counts instead of its own.
+	if rs.replay != nil {
+		select {
+		case <-rs.stopped:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-rs.ctx.Done():
+			return rs.closedErr()
+		}
+		if t := rs.terminalErr(); t != nil {
+			return t
+		}
+	}
 	for _, old := range rs.finishing(g) {
 		select {
 		case <-old.sess.Context().Done():
-			if oe := finishError(context.Cause(old.sess.Context())); oe != nil && err == nil {
+			if oe := finishError(context.Cause(old.sess.Context())); oe != nil && err == nil && !old.recovered {
 				err = oe
 			}
 		case <-ctx.Done():
