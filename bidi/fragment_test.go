@@ -358,3 +358,79 @@ func TestPartialCut(t *testing.T) {
 		}
 	}
 }
+
+// TestReassemblerSizeHint: a large message starts in a buffer the size of
+// the last multi-part message, so that messages of one size are gathered
+// with one allocation each and handed over whole; a smaller or larger
+// message than predicted is still delivered exactly, in a buffer no
+// larger than the limit and no larger than itself (beyond a quarter).
+func TestReassemblerSizeHint(t *testing.T) {
+	const limit = 1 << 20
+	r := newReassembler(limit)
+	gather := func(data []byte) Message {
+		t.Helper()
+		var got Message
+		n := 0
+		for p := range fragments(Binary(data), 64<<10) {
+			m, done, err := r.add(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done {
+				got = m
+				n++
+			}
+			if cap(r.buf) > limit {
+				t.Fatalf("buffer capacity %d exceeds the limit", cap(r.buf))
+			}
+		}
+		if n != 1 || !bytes.Equal(got.Data, data) {
+			t.Fatalf("%d bytes: delivered %d, equal %v", len(data), n, bytes.Equal(got.Data, data))
+		}
+		if c := cap(got.Data); c-len(got.Data) > len(got.Data)/4 {
+			t.Fatalf("%d bytes delivered in a buffer of %d", len(got.Data), c)
+		}
+		return got
+	}
+	msg := func(n int, seed byte) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i) ^ seed
+		}
+		return b
+	}
+	big := msg(600<<10, 1)
+	first := gather(big)
+	// Same size again: one allocation, the gathered buffer handed over.
+	if a := testing.AllocsPerRun(20, func() { gather(big) }); a != 1 {
+		t.Errorf("message of the last one's size: %.1f allocations, want 1", a)
+	}
+	if !bytes.Equal(first.Data, big) {
+		t.Fatal("a handed-over message was written to by a later one")
+	}
+	// Smaller than predicted: delivered exact, and the prediction follows.
+	small := gather(msg(300<<10+7, 2))
+	if cap(small.Data) != len(small.Data) {
+		t.Errorf("smaller message: cap %d, len %d", cap(small.Data), len(small.Data))
+	}
+	if r.last != 300<<10+7 {
+		t.Errorf("prediction after the smaller message = %d", r.last)
+	}
+	// Larger than predicted, up to the limit: grown, capped at the limit.
+	gather(msg(limit, 3))
+	gather(msg(limit, 4))
+	// Over the limit: refused, and the accumulated bytes stay bounded.
+	var tooLarge int
+	for p := range fragments(Binary(msg(limit+1, 5)), 64<<10) {
+		if _, _, err := r.add(p); err != nil {
+			tooLarge++
+		}
+		if r.buffered() > limit || cap(r.buf) > limit {
+			t.Fatalf("buffered %d (cap %d) over the limit", r.buffered(), cap(r.buf))
+		}
+	}
+	if tooLarge != 1 {
+		t.Fatalf("oversized message reported %d times", tooLarge)
+	}
+	gather(msg(100<<10, 6))
+}
