@@ -483,7 +483,7 @@ func checkPrelude(p []byte, opts DecoderOptions) (total, headersLen int, err err
 func decodeFrame(frame []byte, headersLen, maxHeaders int, m *Message, names *nameCache) error {
 	total := len(frame)
 	want := binary.BigEndian.Uint32(frame[total-4:])
-	if got := crc32.Update(0, crcTable, frame[:total-4]); got != want {
+	if got := crcUpdate(0, frame[:total-4]); got != want {
 		return &ChecksumError{Checksum: MessageChecksum, Want: want, Got: got}
 	}
 	h, err := decodeHeaders(frame[preludeLen:preludeLen+headersLen], m.Headers, maxHeaders, names)
