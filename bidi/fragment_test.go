@@ -434,3 +434,38 @@ func TestReassemblerSizeHint(t *testing.T) {
 	}
 	gather(msg(100<<10, 6))
 }
+
+// BenchmarkReassemble16MiB gathers 16 MiB messages from 64 KiB parts
+// (the default MaxPartSize), each delivered message dropped as a caller
+// would: "sized" starts each message in a buffer of the last one's size,
+// "doubling" forgets that size first, so that the buffer doubles from
+// 4 KiB as it did before.
+func BenchmarkReassemble16MiB(b *testing.B) {
+	const size = 16 << 20
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	var parts []Part
+	for p := range fragments(Binary(data), 64<<10) {
+		parts = append(parts, p)
+	}
+	for _, mode := range []string{"sized", "doubling"} {
+		b.Run(mode, func(b *testing.B) {
+			r := newReassembler(size)
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				if mode == "doubling" {
+					r.last = 0
+				}
+				for _, p := range parts {
+					m, done, err := r.add(p)
+					if err != nil || done != p.Complete || (done && len(m.Data) != size) {
+						b.Fatalf("done %v, %d bytes, %v", done, len(m.Data), err)
+					}
+				}
+			}
+		})
+	}
+}
