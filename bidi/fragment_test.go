@@ -469,3 +469,72 @@ func BenchmarkReassemble16MiB(b *testing.B) {
 		})
 	}
 }
+
+// FuzzReassembler feeds a reassembler a sequence of parts (each input
+// byte after the first two: a length in its low 7 bits, COMPLETE in its
+// high bit; the first two bytes pick the limit and a scale for lengths)
+// and checks it against a plain model: every message within the limit
+// is delivered whole and in order, an oversized one is reported once and
+// dropped up to its COMPLETE part, and the bytes held never exceed the
+// limit, whatever sizes the last messages had.
+func FuzzReassembler(f *testing.F) {
+	f.Add([]byte{10, 0, 3, 4, 0x85})
+	f.Add([]byte{0, 1, 0x10, 0x10, 0x90, 0x7f, 0xff, 0x01, 0x81})
+	f.Add([]byte{63, 1, 0x7f, 0x7f, 0xff, 0x7f, 0x7f, 0xff, 0x10, 0x90, 0x7f, 0x7f, 0x7f, 0xff})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 2 {
+			return
+		}
+		scale := 1
+		if in[1]&1 != 0 {
+			scale = 4096
+		}
+		limit := (int(in[0])%64 + 1) * scale * 4
+		r := newReassembler(limit)
+		var cur []byte   // the model's message in progress
+		skipping := false // the model is dropping an oversized message
+		next := byte(0)
+		for i, op := range in[2:] {
+			n, complete := int(op&0x7f)*scale, op&0x80 != 0
+			data := make([]byte, n)
+			for j := range data {
+				data[j] = next
+				next++
+			}
+			m, done, err := r.add(Part{Data: data, Complete: complete})
+			clear(data) // the decoder reuses its buffer
+			switch {
+			case skipping:
+				if err != nil || done {
+					t.Fatalf("op %d: while dropping: done %v err %v", i, done, err)
+				}
+				skipping = !complete
+			case len(cur)+n > limit:
+				var mtl *MessageTooLargeError
+				if !errors.As(err, &mtl) || done {
+					t.Fatalf("op %d: %d bytes over the limit %d: done %v err %v", i, len(cur)+n, limit, done, err)
+				}
+				cur, skipping = nil, !complete
+			default:
+				if err != nil {
+					t.Fatalf("op %d: %v", i, err)
+				}
+				for j := range n {
+					cur = append(cur, byte(int(next)-n+j))
+				}
+				if done != complete {
+					t.Fatalf("op %d: done %v, want %v", i, done, complete)
+				}
+				if done {
+					if !bytes.Equal(m.Data, cur) {
+						t.Fatalf("op %d: delivered %d bytes, not the %d sent", i, len(m.Data), len(cur))
+					}
+					cur = nil
+				}
+			}
+			if r.buffered() > limit || cap(r.buf) > limit {
+				t.Fatalf("op %d: holds %d bytes in %d, limit %d", i, r.buffered(), cap(r.buf), limit)
+			}
+		}
+	})
+}
