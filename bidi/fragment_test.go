@@ -491,7 +491,7 @@ func FuzzReassembler(f *testing.F) {
 		}
 		limit := (int(in[0])%64 + 1) * scale * 4
 		r := newReassembler(limit)
-		var cur []byte   // the model's message in progress
+		var cur []byte    // the model's message in progress
 		skipping := false // the model is dropping an oversized message
 		next := byte(0)
 		for i, op := range in[2:] {
