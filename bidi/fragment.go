@@ -1,5 +1,7 @@
 package bidi
 
+import "slices"
+
 // splitter cuts one Message into the parts Send puts on the wire: a
 // message of at most max bytes is one COMPLETE part; a larger one is
 // PARTIAL parts of exactly cut bytes (max unless set by withCut) followed
@@ -88,14 +90,21 @@ const reassemblyRetain = 256 << 10
 //   - The returned Message owns its Data.
 //
 // The accumulation buffer is reused across messages while its capacity
-// stays at or below reassemblyRetain. The zero value is not ready; use
-// newReassembler. A reassembler is not safe for concurrent use.
+// stays at or below reassemblyRetain. A message's size is known only at
+// its COMPLETE part, so a large message starts in a buffer the size of the
+// last multi-part message (capped at max): a stream of messages of one
+// size is gathered with one allocation and one copy per message, the
+// buffer handed to the caller as is. A smaller message than predicted is
+// copied out to an exact buffer; a larger one grows the buffer twofold.
+// The zero value is not ready; use newReassembler. A reassembler is not
+// safe for concurrent use.
 type reassembler struct {
 	max      int
 	buf      []byte
 	typ      DataType
 	active   bool // a PARTIAL part has started a message
 	skipping bool // discarding the rest of an oversized message
+	last     int  // size of the last multi-part message delivered
 }
 
 // newReassembler returns a reassembler bounded to maxMessage bytes
@@ -129,6 +138,10 @@ func (r *reassembler) add(p Part) (m Message, done bool, err error) {
 		r.active = true
 		r.typ = p.Type
 		r.buf = r.buf[:0]
+		if r.last > cap(r.buf) && len(p.Data) <= r.max {
+			// Expect a message of the last one's size.
+			r.buf = make([]byte, 0, min(r.last, r.max))
+		}
 	}
 	if len(p.Data) > r.max-len(r.buf) {
 		r.active = false
@@ -143,6 +156,7 @@ func (r *reassembler) add(p Part) (m Message, done bool, err error) {
 	}
 	r.active = false
 	n := len(r.buf)
+	r.last = n
 	var data []byte
 	if cap(r.buf) > reassemblyRetain && cap(r.buf)-n <= n/4 {
 		// Large and nearly full: hand the buffer over instead of copying.
@@ -179,17 +193,16 @@ func (r *reassembler) release() {
 	}
 }
 
-// grow makes room for n more bytes without ever allocating beyond max.
+// grow makes room for n more bytes, at least doubling the capacity, never
+// beyond max. The bytes already gathered are copied once; unlike make, the
+// new buffer is zeroed only past them.
 func (r *reassembler) grow(n int) {
 	need := len(r.buf) + n
 	if need <= cap(r.buf) {
 		return
 	}
-	c := max(2*cap(r.buf), need, 4096)
-	c = min(c, r.max)
-	nb := make([]byte, len(r.buf), c)
-	copy(nb, r.buf)
-	r.buf = nb
+	c := min(max(2*cap(r.buf), need, 4096), r.max)
+	r.buf = slices.Grow(r.buf, c-len(r.buf))[:len(r.buf):c]
 }
 
 func (r *reassembler) tooLarge() error {

@@ -358,3 +358,183 @@ func TestPartialCut(t *testing.T) {
 		}
 	}
 }
+
+// TestReassemblerSizeHint: a large message starts in a buffer the size of
+// the last multi-part message, so that messages of one size are gathered
+// with one allocation each and handed over whole; a smaller or larger
+// message than predicted is still delivered exactly, in a buffer no
+// larger than the limit and no larger than itself (beyond a quarter).
+func TestReassemblerSizeHint(t *testing.T) {
+	const limit = 1 << 20
+	r := newReassembler(limit)
+	gather := func(data []byte) Message {
+		t.Helper()
+		var got Message
+		n := 0
+		for p := range fragments(Binary(data), 64<<10) {
+			m, done, err := r.add(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done {
+				got = m
+				n++
+			}
+			if cap(r.buf) > limit {
+				t.Fatalf("buffer capacity %d exceeds the limit", cap(r.buf))
+			}
+		}
+		if n != 1 || !bytes.Equal(got.Data, data) {
+			t.Fatalf("%d bytes: delivered %d, equal %v", len(data), n, bytes.Equal(got.Data, data))
+		}
+		if c := cap(got.Data); c-len(got.Data) > len(got.Data)/4 {
+			t.Fatalf("%d bytes delivered in a buffer of %d", len(got.Data), c)
+		}
+		return got
+	}
+	msg := func(n int, seed byte) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i) ^ seed
+		}
+		return b
+	}
+	big := msg(600<<10, 1)
+	first := gather(big)
+	// Same size again: one allocation, the gathered buffer handed over.
+	if a := testing.AllocsPerRun(20, func() { gather(big) }); a != 1 {
+		t.Errorf("message of the last one's size: %.1f allocations, want 1", a)
+	}
+	if !bytes.Equal(first.Data, big) {
+		t.Fatal("a handed-over message was written to by a later one")
+	}
+	// Smaller than predicted: delivered exact, and the prediction follows.
+	small := gather(msg(300<<10+7, 2))
+	if cap(small.Data) != len(small.Data) {
+		t.Errorf("smaller message: cap %d, len %d", cap(small.Data), len(small.Data))
+	}
+	if r.last != 300<<10+7 {
+		t.Errorf("prediction after the smaller message = %d", r.last)
+	}
+	// Larger than predicted, up to the limit: grown, capped at the limit.
+	gather(msg(limit, 3))
+	gather(msg(limit, 4))
+	// Over the limit: refused, and the accumulated bytes stay bounded.
+	var tooLarge int
+	for p := range fragments(Binary(msg(limit+1, 5)), 64<<10) {
+		if _, _, err := r.add(p); err != nil {
+			tooLarge++
+		}
+		if r.buffered() > limit || cap(r.buf) > limit {
+			t.Fatalf("buffered %d (cap %d) over the limit", r.buffered(), cap(r.buf))
+		}
+	}
+	if tooLarge != 1 {
+		t.Fatalf("oversized message reported %d times", tooLarge)
+	}
+	gather(msg(100<<10, 6))
+}
+
+// BenchmarkReassemble16MiB gathers 16 MiB messages from 64 KiB parts
+// (the default MaxPartSize), each delivered message dropped as a caller
+// would: "sized" starts each message in a buffer of the last one's size,
+// "doubling" forgets that size first, so that the buffer doubles from
+// 4 KiB as it did before.
+func BenchmarkReassemble16MiB(b *testing.B) {
+	const size = 16 << 20
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	var parts []Part
+	for p := range fragments(Binary(data), 64<<10) {
+		parts = append(parts, p)
+	}
+	for _, mode := range []string{"sized", "doubling"} {
+		b.Run(mode, func(b *testing.B) {
+			r := newReassembler(size)
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				if mode == "doubling" {
+					r.last = 0
+				}
+				for _, p := range parts {
+					m, done, err := r.add(p)
+					if err != nil || done != p.Complete || (done && len(m.Data) != size) {
+						b.Fatalf("done %v, %d bytes, %v", done, len(m.Data), err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// FuzzReassembler feeds a reassembler a sequence of parts (each input
+// byte after the first two: a length in its low 7 bits, COMPLETE in its
+// high bit; the first two bytes pick the limit and a scale for lengths)
+// and checks it against a plain model: every message within the limit
+// is delivered whole and in order, an oversized one is reported once and
+// dropped up to its COMPLETE part, and the bytes held never exceed the
+// limit, whatever sizes the last messages had.
+func FuzzReassembler(f *testing.F) {
+	f.Add([]byte{10, 0, 3, 4, 0x85})
+	f.Add([]byte{0, 1, 0x10, 0x10, 0x90, 0x7f, 0xff, 0x01, 0x81})
+	f.Add([]byte{63, 1, 0x7f, 0x7f, 0xff, 0x7f, 0x7f, 0xff, 0x10, 0x90, 0x7f, 0x7f, 0x7f, 0xff})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 2 {
+			return
+		}
+		scale := 1
+		if in[1]&1 != 0 {
+			scale = 4096
+		}
+		limit := (int(in[0])%64 + 1) * scale * 4
+		r := newReassembler(limit)
+		var cur []byte    // the model's message in progress
+		skipping := false // the model is dropping an oversized message
+		next := byte(0)
+		for i, op := range in[2:] {
+			n, complete := int(op&0x7f)*scale, op&0x80 != 0
+			data := make([]byte, n)
+			for j := range data {
+				data[j] = next
+				next++
+			}
+			m, done, err := r.add(Part{Data: data, Complete: complete})
+			clear(data) // the decoder reuses its buffer
+			switch {
+			case skipping:
+				if err != nil || done {
+					t.Fatalf("op %d: while dropping: done %v err %v", i, done, err)
+				}
+				skipping = !complete
+			case len(cur)+n > limit:
+				var mtl *MessageTooLargeError
+				if !errors.As(err, &mtl) || done {
+					t.Fatalf("op %d: %d bytes over the limit %d: done %v err %v", i, len(cur)+n, limit, done, err)
+				}
+				cur, skipping = nil, !complete
+			default:
+				if err != nil {
+					t.Fatalf("op %d: %v", i, err)
+				}
+				for j := range n {
+					cur = append(cur, byte(int(next)-n+j))
+				}
+				if done != complete {
+					t.Fatalf("op %d: done %v, want %v", i, done, complete)
+				}
+				if done {
+					if !bytes.Equal(m.Data, cur) {
+						t.Fatalf("op %d: delivered %d bytes, not the %d sent", i, len(m.Data), len(cur))
+					}
+					cur = nil
+				}
+			}
+			if r.buffered() > limit || cap(r.buf) > limit {
+				t.Fatalf("op %d: holds %d bytes in %d, limit %d", i, r.buffered(), cap(r.buf), limit)
+			}
+		}
+	})
+}

@@ -6,6 +6,22 @@ import "hash/crc32"
 // message.
 var crcTable = crc32.MakeTable(crc32.IEEE)
 
+// preemptChunk is the most bytes hashed or checksummed in one call over
+// a large buffer. The SHA-256 and CRC-32 routines are assembly that the
+// scheduler cannot preempt; between calls (function entries) it can, so
+// that a garbage collection waiting to scan the goroutine's stack is not
+// held up, spinning, for the whole of a 16 MiB message.
+const preemptChunk = 256 << 10
+
+// crcUpdate returns crc updated with b, preemptChunk bytes per call.
+func crcUpdate(crc uint32, b []byte) uint32 {
+	for len(b) > preemptChunk {
+		crc = crc32.Update(crc, crcTable, b[:preemptChunk])
+		b = b[preemptChunk:]
+	}
+	return crc32.Update(crc, crcTable, b)
+}
+
 // crcPoly is the reflected IEEE polynomial.
 const crcPoly = 0xedb88320
 

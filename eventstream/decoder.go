@@ -413,13 +413,23 @@ func (d *Decoder) grow(n int) {
 const keepBufferLen = minBufferLen
 
 // bufferPools holds decoder buffers larger than keepBufferLen by size
-// class (powers of two, 8 KiB to 64 MiB), so that decoders carrying large
-// messages reuse buffers instead of each keeping its own.
-var bufferPools [14]sync.Pool // 8 KiB << i
+// class (a power of two, 8 KiB to 64 MiB, plus classSlack), so that
+// decoders carrying large messages reuse buffers instead of each keeping
+// its own.
+var bufferPools [14]sync.Pool // classSize(i)
+
+// classSlack is what a size class holds beyond its power of two: room for
+// the prelude, headers and CRC of a message whose payload is a power of
+// two (a 64 KiB or 16 MiB part), which would otherwise take a buffer of
+// twice the size.
+const classSlack = 4 << 10
+
+// classSize returns the size of the buffers of class i.
+func classSize(i int) int { return (8<<10)<<i + classSlack }
 
 func bufferClass(size int) (int, bool) {
-	for i, c := 0, 8<<10; i < len(bufferPools); i, c = i+1, c<<1 {
-		if size <= c {
+	for i := range bufferPools {
+		if size <= classSize(i) {
 			return i, true
 		}
 	}
@@ -437,7 +447,7 @@ func getBuffer(size int) ([]byte, *[]byte) {
 		return *p, p
 	}
 	p := new([]byte)
-	*p = make([]byte, (8<<10)<<i)
+	*p = make([]byte, classSize(i))
 	return *p, p
 }
 
@@ -483,7 +493,7 @@ func checkPrelude(p []byte, opts DecoderOptions) (total, headersLen int, err err
 func decodeFrame(frame []byte, headersLen, maxHeaders int, m *Message, names *nameCache) error {
 	total := len(frame)
 	want := binary.BigEndian.Uint32(frame[total-4:])
-	if got := crc32.Update(0, crcTable, frame[:total-4]); got != want {
+	if got := crcUpdate(0, frame[:total-4]); got != want {
 		return &ChecksumError{Checksum: MessageChecksum, Want: want, Got: got}
 	}
 	h, err := decodeHeaders(frame[preludeLen:preludeLen+headersLen], m.Headers, maxHeaders, names)

@@ -61,3 +61,29 @@ func TestDecoderDiscardsOversizePayloads(t *testing.T) {
 		t.Fatalf("cut inside a discarded payload: %v, want io.ErrUnexpectedEOF", err)
 	}
 }
+
+// TestDecoderBufferFitsPowerOfTwoPayload: a message whose payload is a
+// power of two (a 64 KiB or 1 MiB part) is buffered in the size class of
+// that power, its prelude, headers and CRC in the class's slack, not in
+// a buffer twice its size.
+func TestDecoderBufferFitsPowerOfTwoPayload(t *testing.T) {
+	for _, size := range []int{64 << 10, 1 << 20} {
+		m := &Message{
+			Headers: Headers{{Name: ":event-type", Value: StringValue("PayloadPart")}, {Name: ":message-type", Value: StringValue("event")}},
+			Payload: bytes.Repeat([]byte{1}, size),
+		}
+		stream, err := AppendMessage(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := NewDecoder(bytes.NewReader(stream))
+		got, err := d.Decode()
+		if err != nil || len(got.Payload) != size {
+			t.Fatalf("%d-byte payload: %v", size, err)
+		}
+		if c := cap(d.buf); c > size+classSlack {
+			t.Errorf("%d-byte payload buffered in %d bytes, want at most %d", size, c, size+classSlack)
+		}
+		d.Shrink()
+	}
+}

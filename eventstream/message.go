@@ -89,7 +89,7 @@ func FinishMessage(msg []byte, headersLen int) error {
 	}
 	var pc *preludeCache
 	pc.put(msg, len(msg), headersLen)
-	binary.BigEndian.PutUint32(msg[len(msg)-4:], crc32.Update(0, crcTable, msg[:len(msg)-4]))
+	binary.BigEndian.PutUint32(msg[len(msg)-4:], crcUpdate(0, msg[:len(msg)-4]))
 	return nil
 }
 
@@ -100,7 +100,7 @@ func putMessage(b []byte, m *Message, hl int, pc *preludeCache) uint32 {
 	pc.put(b, len(b), hl)
 	putHeaders(b[preludeLen:preludeLen+hl], m.Headers)
 	copy(b[preludeLen+hl:], m.Payload)
-	crc := crc32.Update(0, crcTable, b[:len(b)-4])
+	crc := crcUpdate(0, b[:len(b)-4])
 	binary.BigEndian.PutUint32(b[len(b)-4:], crc)
 	return crc
 }

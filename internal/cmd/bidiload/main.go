@@ -73,7 +73,7 @@ var (
 	fClients    = flag.Int("clients", 1, "small: clients (connections) the sessions are spread over")
 	fEffCap     = flag.Int("effcap", 0, "dials: streams per connection that decide (min of client cap and server limit), for the target")
 	fCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of the measured part to this file")
-	fMemProfile = flag.String("memprofile", "", "idle: write a heap profile at the measurement to this file")
+	fMemProfile = flag.String("memprofile", "", "idle, large: write a heap profile at the measurement (large: at its end) to this file")
 	fDumpDir    = flag.String("dumpdir", os.TempDir(), "where the watchdog writes goroutine dumps")
 	fLabel      = flag.String("label", "", "free text added to the result line")
 	fRecv       = flag.String("recv", "message", "audio: how echoes are read: message (Session.Recv, a new buffer per message) or part (Session.RecvPart, the session's buffer reused)")
