@@ -46,7 +46,7 @@ import (
 // the Handler's watchdog, whose mu is a leaf too).
 type call struct {
 	h     *Handler
-	r     *http.Request
+	logR  *http.Request // what ErrorLog gets (see logRequest); nil without one
 	model Model
 	obs   *callObs
 	ws    *websocket.Conn // set by start before the goroutines start
@@ -100,7 +100,7 @@ type call struct {
 
 func newCall(h *Handler, r *http.Request, model Model, ctx context.Context, cancel context.CancelFunc, obs *callObs) *call {
 	c := &call{
-		h: h, r: r, model: model, obs: obs, ctx: ctx, cancel: cancel,
+		h: h, logR: h.logRequest(r), model: model, obs: obs, ctx: ctx, cancel: cancel,
 		toModel:   newQueue(h.opts.ToModelQueueBytes),
 		toClient:  newQueue(h.opts.ToClientQueueBytes),
 		aborted:   make(chan struct{}),

@@ -73,6 +73,48 @@ func TestInvalidUTF8(t *testing.T) {
 	wantClose(t, err, websocket.StatusInvalidFramePayloadData, "text message is not valid UTF-8")
 }
 
+// ErrorLog gets the call's close code and kind, and a copy of its
+// request that keeps the URL and remote address but not the header.
+func TestErrorLogGetsRequestCopy(t *testing.T) {
+	type entry struct {
+		r    *http.Request
+		code websocket.StatusCode
+		kind string
+	}
+	logged := make(chan entry, 4)
+	e := newEnv(t, nil, &Options{ErrorLog: func(r *http.Request, code websocket.StatusCode, kind string) {
+		logged <- entry{r, code, kind}
+	}}, nil)
+	c, _, err := websocket.Dial(t.Context(), e.url()+"/call?user=7", &websocket.DialOptions{
+		HTTPHeader: http.Header{"X-Secret-Token": {"s3cret"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if err := c.Write(t.Context(), websocket.MessageText, []byte{0xff}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = readUntilClose(t, c)
+	wantClose(t, err, websocket.StatusInvalidFramePayloadData, "")
+	var got entry
+	select {
+	case got = <-logged:
+	case <-t.Context().Done():
+		t.Fatal("ErrorLog not called")
+	}
+	if got.code != websocket.StatusInvalidFramePayloadData || got.kind != KindInvalidUTF8 {
+		t.Errorf("ErrorLog(%d, %q), want 1007 %q", got.code, got.kind, KindInvalidUTF8)
+	}
+	r := got.r
+	if r.Method != http.MethodGet || r.URL.Path != "/call" || r.URL.Query().Get("user") != "7" || r.RemoteAddr == "" || r.Host == "" {
+		t.Errorf("ErrorLog's request: %s %v host %q from %q", r.Method, r.URL, r.Host, r.RemoteAddr)
+	}
+	if len(r.Header) != 0 || r.Context() == nil {
+		t.Errorf("ErrorLog's request keeps %d header fields (%v)", len(r.Header), r.Header)
+	}
+}
+
 func TestMessageTooBig(t *testing.T) {
 	e := newEnv(t, nil, &Options{MaxMessageSize: 1024}, nil)
 	c := e.dial(t)

@@ -75,6 +75,7 @@ var (
 	idleEcho = flag.Int("idle-echoes", 32, "replies the model sends to each frame of an idle client (in all they must outgrow the kernel's socket buffers and the relay's queue)")
 	crowdRcv = flag.Int("crowd-rcvbuf", 4096, "SO_RCVBUF of the idle clients' sockets (0: the system's default)")
 	sndbuf   = flag.Int("sndbuf", 32<<10, "SO_SNDBUF of the relay's accepted sockets (0: the system's, which grows to MiBs on loopback)")
+	memLimit = flag.Int64("memlimit", 0, "the relay process's soft memory limit in `bytes` (debug.SetMemoryLimit; 0: none)")
 )
 
 func main() {
@@ -147,7 +148,7 @@ func startRelay(srv *biditest.Server) (*relayProc, error) {
 	defer os.Remove(cert.Name()) // the child has read it once it listens
 	pem.Encode(cert, &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	cert.Close()
-	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String(), "-sndbuf", strconv.Itoa(*sndbuf)}
+	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String(), "-sndbuf", strconv.Itoa(*sndbuf), "-memlimit", strconv.FormatInt(*memLimit, 10)}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -260,7 +261,12 @@ func drive() error {
 	}
 	// Until the clients' replies overflowed their queues and nothing
 	// moves any more: every client connected, at least one drop per
-	// client, and the drop counts unchanged for half a second.
+	// client (none with -idle-frames 0: idle clients), and the drop
+	// counts unchanged for half a second.
+	wantDrops := int64(*idle)
+	if *idleSend == 0 {
+		wantDrops = 0
+	}
 	var st1 stats
 	settled := false
 	for still := 0; still < 5; {
@@ -270,7 +276,7 @@ func drive() error {
 		time.Sleep(100 * time.Millisecond)
 		prev := st1
 		st1, _ = rp.stats()
-		if st1.Active >= *idle && st1.Drops >= int64(*idle) && st1.Drops == prev.Drops && st1.DropsToModel == prev.DropsToModel {
+		if st1.Active >= *idle && st1.Drops >= wantDrops && st1.Drops == prev.Drops && st1.DropsToModel == prev.DropsToModel {
 			still++
 		} else {
 			still = 0

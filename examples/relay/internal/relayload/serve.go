@@ -8,6 +8,7 @@ import (
 	"net/http"
 	_ "net/http/pprof" // /debug/pprof on the child's own port, for -heapprofile
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +25,12 @@ import (
 // (the crowd never reads, so it would not answer them) and a /stats
 // endpoint.
 func runRelay() error {
+	if *memLimit > 0 {
+		// The application's choice, as -sndbuf is: the garbage collector
+		// works harder as the process nears the limit, instead of letting
+		// the heap grow to twice what is live (GOGC).
+		debug.SetMemoryLimit(*memLimit)
+	}
 	tlsCfg, err := loadCert(*certFile)
 	if err != nil {
 		return err
