@@ -84,17 +84,35 @@
 // watchdog the Handler runs while its calls deliver notices, or messages
 // queued), one more goroutine per direction delivers while that
 // direction has messages queued, and the reading goes on, so that the
-// queue's bound and Options.Overflow apply. What a call buffers is
-// bounded by its two queues (each message charged its buffer's capacity
-// plus 64 bytes), one client message being read (MaxMessageSize; into a
-// pooled buffer given back once sent), one being delivered each way, and
-// the connection's 1 KiB read and write buffers; the session's own
-// bounds are bidi's.
-// Calls are independent: a client that does not read fills only its own
-// queue. Before it, the kernel's socket send buffer holds what the
-// client has not read: Linux grows it to hundreds of KiB per connection
-// on fast links, outside the process's memory; a server that wants less
-// sets SO_SNDBUF on the connections its listener accepts.
+// queue's bound and Options.Overflow apply. The model is read on even
+// when its queue is full: pausing it would leave its replies in the
+// session's flow-control window (up to bidi's stream window per call, and
+// the connection's window is shared by every call on it), where no bound
+// of the relay's applies.
+//
+// What a call buffers is bounded by its two queues (each message charged
+// its length plus 64 bytes; the messages are copied into one buffer per
+// queue, of the next power of two at or above what it holds, and none
+// while it is empty), one client message being read (MaxMessageSize; into
+// a pooled buffer given back once sent), one being delivered each way,
+// and the connection's 1 KiB read and write buffers; the session's own
+// bounds are bidi's. Calls are independent: a client that does not read
+// fills only its own queue. Before it, the kernel's socket send buffer
+// holds what the client has not read: Linux grows it to hundreds of KiB
+// per connection on fast links, outside the process's memory; a server
+// that wants less sets SO_SNDBUF on the connections its listener accepts.
+//
+// Sizing a server. With the default 8 KiB queues, a thousand clients
+// that never read (every queue to them full) keep about 38 MiB live and
+// 4,000 goroutines (20 MiB of stacks), of which the relay's share is the
+// queues (8 MiB), its connections and calls (about 6 MiB) and three of the
+// four goroutines; an idle client costs about 35 KiB. The Go runtime lets
+// the heap grow to twice what is live (GOGC=100) before it collects, so a
+// process's resident memory is about twice the live heap plus the stacks:
+// a server that must stay within a budget sets a soft memory limit
+// (GOMEMLIMIT, or runtime/debug.SetMemoryLimit) a little under it, and the
+// collector works harder as the process nears it instead (see
+// BENCHMARKS.md for figures with and without one).
 //
 // # Observability
 //
