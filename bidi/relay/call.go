@@ -297,8 +297,8 @@ func (c *call) readClient() (handed bool) {
 			// end gives the close code (see recvModel).
 			continue
 		}
-		// The read buffer is pooled: it goes back to the pool when the
-		// message is dropped.
+		// The read buffer is pooled: it goes back to the pool once the
+		// message is sent, queued (copied) or dropped.
 		if more, handed := c.pass(&c.in, o.ToModel, m); !more || handed {
 			return handed
 		}

@@ -75,6 +75,7 @@ var (
 	idleEcho = flag.Int("idle-echoes", 32, "replies the model sends to each frame of an idle client (in all they must outgrow the kernel's socket buffers and the relay's queue)")
 	crowdRcv = flag.Int("crowd-rcvbuf", 4096, "SO_RCVBUF of the idle clients' sockets (0: the system's default)")
 	sndbuf   = flag.Int("sndbuf", 32<<10, "SO_SNDBUF of the relay's accepted sockets (0: the system's, which grows to MiBs on loopback)")
+	settle   = flag.Duration("settle", 30*time.Second, "how long the crowd's queues may take to fill and settle")
 	memLimit = flag.Int64("memlimit", 0, "the relay process's soft memory limit in `bytes` (debug.SetMemoryLimit; 0: none)")
 )
 
@@ -270,7 +271,7 @@ func drive() error {
 	var st1 stats
 	settled := false
 	for still := 0; still < 5; {
-		if time.Since(crowd.started) > 30*time.Second {
+		if time.Since(crowd.started) > *settle {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -285,13 +286,13 @@ func drive() error {
 	}
 	if !settled {
 		crowd.close()
-		return fmt.Errorf("crowd: the relay's queues did not fill and settle within 30 s (%d clients, %d drops to them)", st1.Active, st1.Drops)
+		return fmt.Errorf("crowd: the relay's queues did not fill and settle within %v (%d clients, %d drops to them)", *settle, st1.Active, st1.Drops)
 	}
 	fmt.Printf("relay with %d clients that never read (%d frames each sent, %d replies to each; dropped: %d to the clients, %d to the model): RSS %.1f MiB, heap %.1f MiB (live %.1f MiB), stacks %.1f MiB, %d goroutines; %.1f KiB RSS per client\n",
 		st1.Active, *idleSend, *idleEcho, st1.Drops, st1.DropsToModel, mib(st1.RSS), mib(int64(st1.HeapInuse)), mib(int64(st1.HeapAlloc)), mib(int64(st1.StackIn)), st1.Goroutine,
 		float64(st1.RSS-st0.RSS)/1024/float64(max(1, st1.Active)))
 	if *heapProf != "" {
-		if resp, err := http.Get("http://" + rp.addr + "/debug/pprof/heap"); err == nil {
+		if resp, err := http.Get("http://" + rp.addr + "/debug/pprof/heap?gc=1"); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			os.WriteFile(*heapProf, b, 0o644)
