@@ -67,6 +67,7 @@ var (
 	active   = flag.Int("active", 20, "clients doing paced round trips")
 	frames   = flag.Int("frames", 250, "round trips per active client (20 ms apart)")
 	heapProf = flag.String("heapprofile", "", "write the relay's heap profile with the crowd connected to this `file`")
+	memRate  = flag.Int("memprofilerate", 0, "the relay process's runtime.MemProfileRate for -heapprofile (0: the runtime's, one sample per 512 KiB; 1: every allocation)")
 	hostileN = flag.Int("hostile", 1000, "half-open sockets in the hostile phase (0 skips it); a fifth as many slowloris upgrades")
 	rotAfter = flag.Duration("rotate-after", 0, "with -rotate-run: the age at which the relay's RotatingSession replaces its stream")
 	rotRun   = flag.Duration("rotate-run", 0, "instead of the other phases: stream this much audio per client through rotating sessions")
@@ -149,7 +150,7 @@ func startRelay(srv *biditest.Server) (*relayProc, error) {
 	defer os.Remove(cert.Name()) // the child has read it once it listens
 	pem.Encode(cert, &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	cert.Close()
-	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String(), "-sndbuf", strconv.Itoa(*sndbuf), "-memlimit", strconv.FormatInt(*memLimit, 10)}
+	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String(), "-sndbuf", strconv.Itoa(*sndbuf), "-memlimit", strconv.FormatInt(*memLimit, 10), "-memprofilerate", strconv.Itoa(*memRate)}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

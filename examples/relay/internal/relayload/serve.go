@@ -25,6 +25,9 @@ import (
 // (the crowd never reads, so it would not answer them) and a /stats
 // endpoint.
 func runRelay() error {
+	if *memRate > 0 {
+		runtime.MemProfileRate = *memRate
+	}
 	if *memLimit > 0 {
 		// The application's choice, as -sndbuf is: the garbage collector
 		// works harder as the process nears the limit, instead of letting
