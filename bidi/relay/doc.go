@@ -103,16 +103,20 @@
 // that wants less sets SO_SNDBUF on the connections its listener accepts.
 //
 // Sizing a server. With the default 8 KiB queues, a thousand clients
-// that never read (every queue to them full) keep about 38 MiB live and
-// 4,000 goroutines (20 MiB of stacks), of which the relay's share is the
-// queues (8 MiB), its connections and calls (about 6 MiB) and three of the
-// four goroutines; an idle client costs about 35 KiB. The Go runtime lets
-// the heap grow to twice what is live (GOGC=100) before it collects, so a
-// process's resident memory is about twice the live heap plus the stacks:
-// a server that must stay within a budget sets a soft memory limit
-// (GOMEMLIMIT, or runtime/debug.SetMemoryLimit) a little under it, and the
-// collector works harder as the process nears it instead (see
-// BENCHMARKS.md for figures with and without one).
+// that never read (every queue to them full) keep about 37 MiB live and
+// 4,000 goroutines (20 MiB of stacks): the relay's queues 8 MiB, its
+// connections and calls about 5 MiB and three of each call's four
+// goroutines, the model sessions the rest. A connected, silent client
+// costs about 33 KiB. The Go runtime lets the heap grow to twice what is
+// live (GOGC=100) before it collects, so resident memory is about twice
+// the live heap plus the stacks and the program itself (about 100 MiB
+// for that crowd). A server with a memory budget sets a soft limit
+// (GOMEMLIMIT, or runtime/debug.SetMemoryLimit) a little under it, and
+// sizes its calls so that what they keep live, stacks included, stays
+// well below the limit: the collector then runs more often instead of
+// letting the heap double, while a limit at or below what is live makes
+// it run all the time, slowing every call, and is exceeded anyway (see
+// BENCHMARKS.md).
 //
 // # Observability
 //
