@@ -420,9 +420,7 @@ func TestOverflowDropOldest(t *testing.T) {
 	c := e.dial(t)
 	e.gate.close()
 	for i := range n {
-		b := make([]byte, 1000)
-		b[0] = byte(i)
-		if err := c.Write(t.Context(), websocket.MessageBinary, b); err != nil {
+		if err := c.Write(t.Context(), websocket.MessageBinary, payload(i, 1000)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -438,10 +436,13 @@ func TestOverflowDropOldest(t *testing.T) {
 	if len(got)+int(dropped.Load()) != n || dropped.Load() == 0 {
 		t.Fatalf("got %d, dropped %d, want %d in all and some dropped", len(got), dropped.Load(), n)
 	}
-	// The survivors are in order and end with the newest.
-	for i := 1; i < len(got); i++ {
-		if got[i].Data[0] <= got[i-1].Data[0] {
-			t.Fatalf("out of order: %d after %d", got[i].Data[0], got[i-1].Data[0])
+	// The survivors are whole, in order, and end with the newest.
+	for i, m := range got {
+		if want := payload(int(m.Data[0]), 1000); string(m.Data) != string(want) {
+			t.Fatalf("message %d (%d bytes) is not what was sent", m.Data[0], len(m.Data))
+		}
+		if i > 0 && m.Data[0] <= got[i-1].Data[0] {
+			t.Fatalf("out of order: %d after %d", m.Data[0], got[i-1].Data[0])
 		}
 	}
 	if got[len(got)-1].Data[0] != n-1 {
