@@ -92,8 +92,8 @@
 //
 // What a call buffers is bounded by its two queues (each message charged
 // its length plus 64 bytes; the messages are copied into one buffer per
-// queue, of the next power of two at or above what it holds, and none
-// while it is empty), one client message being read (MaxMessageSize; into
+// queue, grown in powers of two to what the queue held at its fullest and
+// given back once it is empty), one client message being read (MaxMessageSize; into
 // a pooled buffer given back once sent), one being delivered each way,
 // and the connection's 1 KiB read and write buffers; the session's own
 // bounds are bidi's. Calls are independent: a client that does not read

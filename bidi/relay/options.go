@@ -149,8 +149,9 @@ type Options struct {
 	// means DefaultQueueBytes. A queue counts each message as its length
 	// plus a fixed overhead (64 bytes), so that empty messages are bounded
 	// too, and is full once it holds its bound: it then holds at most the
-	// bound plus one message. A queue's memory is one buffer of the next
-	// power of two at or above what it holds, and none while it is empty.
+	// bound plus one message. A queue's memory is one buffer, grown in
+	// powers of two to what it held at its fullest, and none once it is
+	// empty.
 	ToModelQueueBytes, ToClientQueueBytes int
 
 	// Overflow is the policy when a message does not fit its queue.
