@@ -46,7 +46,7 @@ import (
 // the Handler's watchdog, whose mu is a leaf too).
 type call struct {
 	h     *Handler
-	r     *http.Request
+	logR  *http.Request // what ErrorLog gets (see logRequest); nil without one
 	model Model
 	obs   *callObs
 	ws    *websocket.Conn // set by start before the goroutines start
@@ -100,14 +100,15 @@ type call struct {
 
 func newCall(h *Handler, r *http.Request, model Model, ctx context.Context, cancel context.CancelFunc, obs *callObs) *call {
 	c := &call{
-		h: h, r: r, model: model, obs: obs, ctx: ctx, cancel: cancel,
+		h: h, logR: h.logRequest(r), model: model, obs: obs, ctx: ctx, cancel: cancel,
 		toModel:   newQueue(h.opts.ToModelQueueBytes),
 		toClient:  newQueue(h.opts.ToClientQueueBytes),
 		aborted:   make(chan struct{}),
 		modelDone: make(chan struct{}),
 	}
-	c.toModel.release = putBuf // its messages' buffers come from read
-	c.in = direction{c: c, q: c.toModel, produce: c.readClient, ended: c.clientEnded, deliver: c.sendOne, drained: c.finishModel}
+	// The client's messages are read into pooled buffers (read); the
+	// model's come from its session, and go to the garbage collector.
+	c.in = direction{c: c, q: c.toModel, produce: c.readClient, ended: c.clientEnded, deliver: c.sendOne, drained: c.finishModel, recycle: putBuf}
 	c.out = direction{c: c, q: c.toClient, produce: c.recvModel, ended: c.modelEnded, deliver: c.writeOne, drained: c.closeClient}
 	c.toModel.spawn = func() { c.spawn(c.in.consume) }
 	c.toClient.spawn = func() { c.spawn(c.out.consume) }
@@ -209,17 +210,15 @@ func (c *call) overflowStatus(toModel bool) (websocket.StatusCode, string) {
 // m goes through the direction's hook h, then into d (delivered or
 // queued). It reports whether the producer goes on reading (more: false
 // once the call is over or d overflowed, which aborts the call) and
-// whether d's consumer took the producer's role on (handed). recycle, if
-// not nil, takes back a buffer the call drops: the one read when h drops
-// m, or the message's when d refuses it.
-func (c *call) pass(d *direction, h Hook, m bidi.Message, recycle func([]byte)) (more, handed bool) {
+// whether d's consumer took the producer's role on (handed). The buffer
+// read goes back to d's recycle: once h dropped m, or once d is done with
+// the message h returned (see accept).
+func (c *call) pass(d *direction, h Hook, m bidi.Message) (more, handed bool) {
 	toModel := d == &c.in
 	read := m.Data
 	m, ok := c.hook(h, m)
 	if !ok {
-		if recycle != nil {
-			recycle(read)
-		}
+		d.release(read)
 		select {
 		case <-c.aborted:
 			return false, false
@@ -230,9 +229,6 @@ func (c *call) pass(d *direction, h Hook, m bidi.Message, recycle func([]byte)) 
 	dropped, ok, handed := d.accept(m, c.h.opts.Overflow == OverflowDropOldest)
 	c.obs.dropped(toModel, dropped)
 	if !ok {
-		if recycle != nil {
-			recycle(m.Data)
-		}
 		code, reason := c.overflowStatus(toModel)
 		c.abort(code, reason, KindOverflow)
 		return false, false
@@ -301,9 +297,9 @@ func (c *call) readClient() (handed bool) {
 			// end gives the close code (see recvModel).
 			continue
 		}
-		// The read buffer is pooled: it goes back to the pool when the
-		// message is dropped.
-		if more, handed := c.pass(&c.in, o.ToModel, m, putBuf); !more || handed {
+		// The read buffer is pooled: it goes back to the pool once the
+		// message is sent, queued (copied) or dropped.
+		if more, handed := c.pass(&c.in, o.ToModel, m); !more || handed {
 			return handed
 		}
 	}
@@ -322,17 +318,14 @@ func (c *call) read() (websocket.MessageType, []byte, error) {
 	return typ, data, err
 }
 
-// sendOne is in's delivery: it sends m to the model and gives its
-// buffer back. It reports false once the model's side is over (recvModel
-// reports why).
+// sendOne is in's delivery: it sends m to the model (Send copies it: the
+// caller gives its buffer back). It reports false once the model's side
+// is over (recvModel reports why).
 func (c *call) sendOne(m bidi.Message) bool {
-	err := c.model.Send(c.ctx, m)
-	n := len(m.Data)
-	putBuf(m.Data) // Send copied it
-	if err != nil {
+	if err := c.model.Send(c.ctx, m); err != nil {
 		return false
 	}
-	c.obs.message(true, n)
+	c.obs.message(true, len(m.Data))
 	return true
 }
 
@@ -408,7 +401,7 @@ func (c *call) recvModel() (handed bool) {
 		}
 		c.touch()
 		c.lastReply.Store(time.Now().UnixNano())
-		if more, handed := c.pass(&c.out, o.ToClient, m, nil); !more || handed {
+		if more, handed := c.pass(&c.out, o.ToClient, m); !more || handed {
 			return handed
 		}
 	}

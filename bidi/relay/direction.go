@@ -34,6 +34,7 @@ type direction struct {
 	ended   func()                    // the producer's end: the side it reads is over
 	deliver func(m bidi.Message) bool // delivers one message; false: no more deliveries
 	drained func()                    // the consumer's end, once the queue is closed and drained
+	recycle func([]byte)              // if set, takes back the buffer of a message the producer read, once the call is done with it
 
 	busy     atomic.Int64
 	watchIdx int // index in the watchdog's dirs; guarded by its mu
@@ -48,10 +49,10 @@ func (d *direction) run() {
 }
 
 // accept takes the producer's next message: it delivers m itself when
-// the queue can be claimed, else pushes it (dropOldest as push). It
-// reports whether the producer goes on reading on this goroutine
-// (handed false) and whether m was refused for lack of room (ok false:
-// nothing was queued, and m is still the caller's).
+// the queue can be claimed, else pushes a copy of it (dropOldest as
+// push). Either way m.Data then goes to recycle. It reports whether the
+// producer goes on reading on this goroutine (handed false) and whether
+// m was refused for lack of room (ok false: nothing was queued).
 func (d *direction) accept(m bidi.Message, dropOldest bool) (dropped int, ok, handed bool) {
 	if d.q.claim() {
 		if testHookPush != nil {
@@ -60,10 +61,18 @@ func (d *direction) accept(m bidi.Message, dropOldest bool) (dropped int, ok, ha
 		return 0, true, !d.deliverInline(m)
 	}
 	dropped, ok = d.q.push(m, dropOldest)
+	d.release(m.Data)
 	if testHookPush != nil {
 		testHookPush(d == &d.c.in, dropped, ok)
 	}
 	return dropped, ok, false
+}
+
+// release gives a buffer the producer read back to recycle, if set.
+func (d *direction) release(b []byte) {
+	if d.recycle != nil {
+		d.recycle(b)
+	}
 }
 
 // deliverInline delivers m on the producer's goroutine, with the queue
@@ -75,6 +84,7 @@ func (d *direction) deliverInline(m bidi.Message) bool {
 	s := d.c.h.watch.stamp()
 	d.busy.Store(s)
 	ok := d.deliver(m)
+	d.release(m.Data)
 	if d.busy.CompareAndSwap(s, 0) {
 		if ok && d.q.unclaim() {
 			d.c.spawn(d.consume) // a close arrived meanwhile: its end is the consumer's
@@ -104,7 +114,9 @@ func (d *direction) consume() {
 			d.drained()
 			return
 		}
-		if !d.deliver(m) {
+		ok := d.deliver(m)
+		putBuf(m.Data) // take's
+		if !ok {
 			return
 		}
 	}

@@ -84,17 +84,39 @@
 // watchdog the Handler runs while its calls deliver notices, or messages
 // queued), one more goroutine per direction delivers while that
 // direction has messages queued, and the reading goes on, so that the
-// queue's bound and Options.Overflow apply. What a call buffers is
-// bounded by its two queues (each message charged its buffer's capacity
-// plus 64 bytes), one client message being read (MaxMessageSize; into a
-// pooled buffer given back once sent), one being delivered each way, and
-// the connection's 1 KiB read and write buffers; the session's own
-// bounds are bidi's.
-// Calls are independent: a client that does not read fills only its own
-// queue. Before it, the kernel's socket send buffer holds what the
-// client has not read: Linux grows it to hundreds of KiB per connection
-// on fast links, outside the process's memory; a server that wants less
-// sets SO_SNDBUF on the connections its listener accepts.
+// queue's bound and Options.Overflow apply. The model is read on even
+// when its queue is full: pausing it would leave its replies in the
+// session's flow-control window (up to bidi's stream window per call, and
+// the connection's window is shared by every call on it), where no bound
+// of the relay's applies.
+//
+// What a call buffers is bounded by its two queues (each message charged
+// its length plus 64 bytes; the messages are copied into one buffer per
+// queue, grown in powers of two to what the queue held at its fullest and
+// given back once it is empty), one client message being read (MaxMessageSize; into
+// a pooled buffer given back once sent), one being delivered each way,
+// and the connection's 1 KiB read and write buffers; the session's own
+// bounds are bidi's. Calls are independent: a client that does not read
+// fills only its own queue. Before it, the kernel's socket send buffer
+// holds what the client has not read: Linux grows it to hundreds of KiB
+// per connection on fast links, outside the process's memory; a server
+// that wants less sets SO_SNDBUF on the connections its listener accepts.
+//
+// Sizing a server. With the default 8 KiB queues, a thousand clients
+// that never read (every queue to them full) keep about 37 MiB live and
+// 4,000 goroutines (20 MiB of stacks): the relay's queues 8 MiB, its
+// connections and calls about 5 MiB and three of each call's four
+// goroutines, the model sessions the rest. A connected, silent client
+// costs about 33 KiB. The Go runtime lets the heap grow to twice what is
+// live (GOGC=100) before it collects, so resident memory is about twice
+// the live heap plus the stacks and the program itself (about 100 MiB
+// for that crowd). A server with a memory budget sets a soft limit
+// (GOMEMLIMIT, or runtime/debug.SetMemoryLimit) a little under it, and
+// sizes its calls so that what they keep live, stacks included, stays
+// well below the limit: the collector then runs more often instead of
+// letting the heap double, while a limit at or below what is live makes
+// it run all the time, slowing every call, and is exceeded anyway (see
+// BENCHMARKS.md).
 //
 // # Observability
 //

@@ -255,6 +255,21 @@ func (h *Handler) refuse(w http.ResponseWriter, status int, msg string) {
 	_, _ = w.Write([]byte(msg + "\n"))
 }
 
+// logRequest returns what a call keeps of its request r for ErrorLog:
+// nothing without one, else a copy with r's context, method, URL, host,
+// remote address and request URI, and no header or body, so that a
+// running call does not keep r's header alive.
+func (h *Handler) logRequest(r *http.Request) *http.Request {
+	if h.opts.ErrorLog == nil {
+		return nil
+	}
+	lr := &http.Request{
+		Method: r.Method, URL: r.URL, Proto: r.Proto, ProtoMajor: r.ProtoMajor, ProtoMinor: r.ProtoMinor,
+		Host: r.Host, RemoteAddr: r.RemoteAddr, RequestURI: r.RequestURI, Header: http.Header{},
+	}
+	return lr.WithContext(r.Context())
+}
+
 func (h *Handler) logEnd(r *http.Request, code websocket.StatusCode, kind string) {
 	if h.opts.ErrorLog != nil && code != websocket.StatusNormalClosure {
 		h.opts.ErrorLog(r, code, kind)

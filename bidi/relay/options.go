@@ -20,10 +20,16 @@ const (
 	DefaultMaxMessageSize = 64 << 10
 
 	// DefaultQueueBytes bounds each of a call's two queues (client to
-	// model, model to client): 32 KiB, one second of 16 kHz 16-bit audio.
+	// model, model to client): 8 KiB, a quarter of a second of 16 kHz
+	// 16-bit mono audio (12 frames of 20 ms with the per-message charge).
+	// Audio held longer behind a peer that does not keep up is delay a
+	// listener hears, and the queue comes after what the peer's own
+	// buffers hold (the kernel's socket send buffer before a client; the
+	// session's flow-control window before the model). At this bound a
+	// thousand clients that stop reading hold 8 MiB of queued replies.
 	// A queue takes a message while it holds less than its bound, so it
 	// holds at most the bound plus one message.
-	DefaultQueueBytes = 32 << 10
+	DefaultQueueBytes = 8 << 10
 
 	// DefaultMaxClients caps the calls one Handler relays at once.
 	DefaultMaxClients = 4096
@@ -99,8 +105,8 @@ func (o Overflow) String() string {
 // own call. It must not block for long: the direction waits for it.
 //
 // A client's message (ToModel) is read into a buffer the relay reuses once
-// the message is sent or dropped: a hook that keeps m.Data after it
-// returns must copy it. The Data of the message a hook returns belongs to
+// the message is sent, queued (queues copy) or dropped: a hook that keeps
+// m.Data after it returns must copy it. The Data of the message a hook returns belongs to
 // the relay from then on.
 type Hook func(ctx context.Context, m bidi.Message) (bidi.Message, error)
 
@@ -143,7 +149,9 @@ type Options struct {
 	// means DefaultQueueBytes. A queue counts each message as its length
 	// plus a fixed overhead (64 bytes), so that empty messages are bounded
 	// too, and is full once it holds its bound: it then holds at most the
-	// bound plus one message.
+	// bound plus one message. A queue's memory is one buffer, grown in
+	// powers of two to what it held at its fullest, and none once it is
+	// empty.
 	ToModelQueueBytes, ToClientQueueBytes int
 
 	// Overflow is the policy when a message does not fit its queue.
@@ -206,6 +214,9 @@ type Options struct {
 
 	// ErrorLog receives one line per call that ends abnormally (the close
 	// code and kind, never a payload or credential). Nil discards them.
+	// For a call that was relayed, r is a copy of the request with its
+	// context, Method, URL, Host, RemoteAddr and RequestURI, and an empty
+	// Header: a running call keeps no more of its request.
 	ErrorLog func(r *http.Request, code websocket.StatusCode, kind string)
 }
 

@@ -12,9 +12,11 @@ const messageOverhead = 64
 
 // queue is one direction of a call: a FIFO of messages bounded in bytes,
 // with one producer and at most one consumer at a time. Each message is
-// charged its buffer's capacity plus messageOverhead; the queue takes a
-// message while it holds less than limit, so it never holds more than
-// limit plus one message.
+// charged its length plus messageOverhead; the queue takes a message
+// while it holds less than limit, so it never holds more than limit plus
+// one message. The messages are copied into one ring of bytes (see ring):
+// a queued message costs its payload and a few bytes of header, and an
+// empty queue holds no buffer.
 //
 // The consumer runs only while there is work: push (or close) calls spawn
 // when no consumer is running, and the consumer returns when take finds
@@ -22,17 +24,16 @@ const messageOverhead = 64
 // producer that finds the queue empty and unconsumed may claim it and
 // deliver its message itself (see claim), the common case of a call that
 // keeps up. Fields
-// below mu are guarded by it; limit, release and spawn are set before
-// the first push.
+// below mu are guarded by it; limit and spawn are set before the first
+// push.
 type queue struct {
-	limit   int
-	release func([]byte) // if set, gets the buffer of each dropped message
-	spawn   func()       // if set, starts a consumer; called outside the lock
+	limit int
+	spawn func() // if set, starts a consumer; called outside the lock
 
 	mu        sync.Mutex
-	items     []bidi.Message // items[head:] are queued
-	head      int
-	bytes     int  // charged bytes of items[head:]
+	ring      ring // the queued messages, oldest first
+	n         int  // messages queued
+	bytes     int  // charged bytes of the queued messages
 	closed    bool // no more pushes; take drains, then reports drained
 	consuming bool // a consumer is running, or the end was handed to one
 }
@@ -50,21 +51,21 @@ func newQueue(limit int) *queue {
 	return &queue{limit: limit}
 }
 
-func cost(m bidi.Message) int { return cap(m.Data) + messageOverhead }
+func cost(m bidi.Message) int { return len(m.Data) + messageOverhead }
 
-// push appends m, and spawns a consumer if none is running. When the
-// queue is full (it holds limit bytes or more), dropOldest removes queued
-// messages (oldest binary first) until it is not and reports how many;
-// otherwise push refuses with ok false and queues nothing. A push after
-// close is ignored (ok true).
+// push copies m into the queue (the caller keeps m.Data), and spawns a
+// consumer if none is running. When the queue is full (it holds limit
+// bytes or more), dropOldest removes queued messages (oldest binary
+// first) until it is not and reports how many; otherwise push refuses
+// with ok false and queues nothing. A push after close is ignored (ok
+// true).
 func (q *queue) push(m bidi.Message, dropOldest bool) (dropped int, ok bool) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return 0, true
 	}
-	c := cost(m)
-	for q.bytes >= q.limit && q.head < len(q.items) {
+	for q.bytes >= q.limit && q.n > 0 {
 		if !dropOldest {
 			q.mu.Unlock()
 			return 0, false
@@ -72,15 +73,9 @@ func (q *queue) push(m bidi.Message, dropOldest bool) (dropped int, ok bool) {
 		q.dropOneLocked()
 		dropped++
 	}
-	if q.head > 0 && q.head >= len(q.items)/2 {
-		// Move the queued messages to the front, so that a queue that is
-		// never empty does not grow its array forever.
-		n := copy(q.items, q.items[q.head:])
-		clear(q.items[n:])
-		q.items, q.head = q.items[:n], 0
-	}
-	q.items = append(q.items, m)
-	q.bytes += c
+	q.ring.put(m)
+	q.n++
+	q.bytes += cost(m)
 	start := q.startLocked()
 	q.mu.Unlock()
 	if start {
@@ -107,7 +102,7 @@ func (q *queue) startLocked() bool {
 func (q *queue) claim() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.closed || q.consuming || q.spawn == nil || q.head < len(q.items) {
+	if q.closed || q.consuming || q.spawn == nil || q.n > 0 {
 		return false
 	}
 	q.consuming = true
@@ -120,7 +115,7 @@ func (q *queue) claim() bool {
 func (q *queue) unclaim() (more bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.closed || q.head < len(q.items) {
+	if q.closed || q.n > 0 {
 		return true
 	}
 	q.consuming = false
@@ -130,37 +125,35 @@ func (q *queue) unclaim() (more bool) {
 // dropOneLocked removes the oldest binary message, or the oldest one if
 // every queued message is text.
 func (q *queue) dropOneLocked() {
-	i := q.head
-	for j := q.head; j < len(q.items); j++ {
-		if q.items[j].Type == bidi.DataTypeBinary {
-			i = j
+	off, size := 0, 0
+	for i, at := 0, 0; i < q.n; i++ {
+		n, typ := q.ring.header(at)
+		if i == 0 {
+			size = recordHeader + n
+		}
+		if typ == bidi.DataTypeBinary {
+			off, size = at, recordHeader+n
 			break
 		}
+		at += recordHeader + n
 	}
-	q.bytes -= cost(q.items[i])
-	if q.release != nil {
-		q.release(q.items[i].Data)
-	}
-	copy(q.items[i:], q.items[i+1:])
-	q.items[len(q.items)-1] = bidi.Message{}
-	q.items = q.items[:len(q.items)-1]
+	q.ring.remove(off, size)
+	q.n--
+	q.bytes -= size - recordHeader + messageOverhead
 }
 
-// take is the consumer's: it returns the oldest message (taken), or
-// tells the consumer to return, because the queue is empty (idle) or
-// closed and empty (drained). After idle the next push spawns a new
-// consumer; after drained none is spawned again.
+// take is the consumer's: it returns the oldest message (taken), whose
+// Data is a pooled buffer the consumer gives back (putBuf) once it is
+// delivered, or tells the consumer to return, because the queue is empty
+// (idle) or closed and empty (drained). After idle the next push spawns a
+// new consumer; after drained none is spawned again.
 func (q *queue) take() (bidi.Message, takeResult) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.head < len(q.items) {
-		m := q.items[q.head]
-		q.items[q.head] = bidi.Message{}
-		q.head++
+	if q.n > 0 {
+		m := q.ring.pop()
+		q.n--
 		q.bytes -= cost(m)
-		if q.head == len(q.items) {
-			q.items, q.head = q.items[:0], 0
-		}
 		return m, taken
 	}
 	if q.closed {
@@ -191,5 +184,5 @@ func (q *queue) close() {
 func (q *queue) len() (bytes, n int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.bytes, len(q.items) - q.head
+	return q.bytes, q.n
 }

@@ -7,20 +7,30 @@ import (
 )
 
 // FuzzQueue runs a script of pushes and pops and checks the queue's
-// promises: never more than limit plus one message, FIFO order of what
-// survives, drops only under dropOldest (oldest binary first), and every
-// message either popped, dropped or refused.
+// promises: never more than limit plus one message, FIFO order and
+// content of what survives, drops only under dropOldest (oldest binary
+// first), every message either popped, dropped or refused, and a ring
+// buffer no larger than the next size class of what it holds (none
+// while empty).
 func FuzzQueue(f *testing.F) {
 	f.Add([]byte{10, 20, 200, 0, 5, 0x80, 0x81, 7}, true)
 	f.Add([]byte{255, 255, 255, 255, 0, 0, 0}, false)
 	f.Add([]byte{1, 0x81, 2, 0x82, 3, 0x83, 0, 0, 0, 0}, true)
+	// Text ahead of binary, records wrapping around the ring's end: the
+	// dropped binary record is cut out from behind the text.
+	f.Add([]byte{0x40, 0x40, 0, 0x90, 0x30, 0x30, 0x30, 0, 0x85, 0x30, 0x30, 0x30, 0x30, 0, 0, 0x20}, true)
 	f.Fuzz(func(t *testing.T, script []byte, dropOldest bool) {
-		const limit = 300
+		const (
+			limit     = 300
+			maxRecord = recordHeader + 2 + 0x7f*3 // see size below
+		)
 		q := newQueue(limit)
 		var (
 			next      int   // id of the next message pushed
 			queued    []int // ids the model says are queued, oldest first
 			isText    = map[int]bool{}
+			sizes     = map[int]int{}
+			types     = map[int]bidi.DataType{}
 			lastPoped = -1
 		)
 		for _, op := range script {
@@ -36,6 +46,11 @@ func FuzzQueue(f *testing.F) {
 				if id != queued[0] || id <= lastPoped {
 					t.Fatalf("popped %d, want %d (after %d)", id, queued[0], lastPoped)
 				}
+				if want := payload(id, sizes[id]); string(m.Data) != string(want) || m.Type != types[id] {
+					t.Fatalf("popped message %d: type %d, %d bytes %x; want type %d, %x", id, m.Type, len(m.Data), m.Data, types[id], want)
+				}
+				putBuf(m.Data)
+				checkRing(t, q, maxRecord)
 				lastPoped, queued = id, queued[1:]
 				continue
 			}
@@ -44,8 +59,8 @@ func FuzzQueue(f *testing.F) {
 			if op&0x80 != 0 {
 				typ = bidi.DataTypeUTF8
 			}
-			data := make([]byte, size)
-			data[0], data[1] = byte(next), byte(next>>8)
+			data := payload(next, size)
+			sizes[next], types[next] = size, typ
 			id := next
 			next++
 			before, _ := q.len()
@@ -79,17 +94,68 @@ func FuzzQueue(f *testing.F) {
 			if b > limit+cost(bidi.Message{Data: data}) && n > 1 {
 				t.Fatalf("queue holds %d bytes, over %d plus one message", b, limit)
 			}
+			checkRing(t, q, maxRecord)
 		}
 		q.close()
-		for range queued {
-			if _, res := q.take(); res != taken {
-				t.Fatal("closed queue lost a message")
+		for _, id := range queued {
+			m, res := q.take()
+			if res != taken || string(m.Data) != string(payload(id, sizes[id])) {
+				t.Fatalf("closed queue: take = %d, %x; want message %d", res, m.Data, id)
 			}
 		}
+		checkRing(t, q, maxRecord)
 		if _, res := q.take(); res != drained {
 			t.Fatalf("closed empty queue: take found %d", res)
 		}
 	})
+}
+
+// payload is message id's content: its id in the first two bytes, then
+// bytes that depend on both the id and the position, so that a record
+// read from the wrong offset or wrapped wrongly shows.
+func payload(id, size int) []byte {
+	p := make([]byte, size)
+	for i := range p {
+		p[i] = byte(id*7 + i*13)
+	}
+	p[0], p[1] = byte(id), byte(id>>8)
+	return p
+}
+
+// checkRing checks that q's ring is consistent with its counts: records
+// that add up to what it uses, and a buffer only while it holds some, of
+// at most the size class of what the queue may hold (less than its limit,
+// then one more record of at most maxRecord bytes).
+func checkRing(t *testing.T, q *queue, maxRecord int) {
+	t.Helper()
+	r := &q.ring
+	if q.n == 0 {
+		if r.buf != nil || r.used != 0 {
+			t.Fatalf("empty queue holds a %d-byte buffer, %d used", len(r.buf), r.used)
+		}
+		return
+	}
+	at, charged := 0, 0
+	for range q.n {
+		n, _ := r.header(at)
+		at += recordHeader + n
+		charged += n + messageOverhead
+	}
+	if at != r.used || charged != q.bytes {
+		t.Fatalf("records span %d bytes (ring uses %d), charge %d (queue counts %d)", at, r.used, charged, q.bytes)
+	}
+	if len(r.buf) < r.used || len(r.buf) > max(minBuf, nextClass(q.limit+maxRecord)) {
+		t.Fatalf("ring buffer of %d bytes for %d used", len(r.buf), r.used)
+	}
+}
+
+// nextClass returns the smallest power of two holding n.
+func nextClass(n int) int {
+	c := 1
+	for c < n {
+		c *= 2
+	}
+	return c
 }
 
 // A consumer is spawned when a push or close finds none running, and

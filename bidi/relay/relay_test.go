@@ -73,6 +73,48 @@ func TestInvalidUTF8(t *testing.T) {
 	wantClose(t, err, websocket.StatusInvalidFramePayloadData, "text message is not valid UTF-8")
 }
 
+// ErrorLog gets the call's close code and kind, and a copy of its
+// request that keeps the URL and remote address but not the header.
+func TestErrorLogGetsRequestCopy(t *testing.T) {
+	type entry struct {
+		r    *http.Request
+		code websocket.StatusCode
+		kind string
+	}
+	logged := make(chan entry, 4)
+	e := newEnv(t, nil, &Options{ErrorLog: func(r *http.Request, code websocket.StatusCode, kind string) {
+		logged <- entry{r, code, kind}
+	}}, nil)
+	c, _, err := websocket.Dial(t.Context(), e.url()+"/call?user=7", &websocket.DialOptions{
+		HTTPHeader: http.Header{"X-Secret-Token": {"s3cret"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if err := c.Write(t.Context(), websocket.MessageText, []byte{0xff}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = readUntilClose(t, c)
+	wantClose(t, err, websocket.StatusInvalidFramePayloadData, "")
+	var got entry
+	select {
+	case got = <-logged:
+	case <-t.Context().Done():
+		t.Fatal("ErrorLog not called")
+	}
+	if got.code != websocket.StatusInvalidFramePayloadData || got.kind != KindInvalidUTF8 {
+		t.Errorf("ErrorLog(%d, %q), want 1007 %q", got.code, got.kind, KindInvalidUTF8)
+	}
+	r := got.r
+	if r.Method != http.MethodGet || r.URL.Path != "/call" || r.URL.Query().Get("user") != "7" || r.RemoteAddr == "" || r.Host == "" {
+		t.Errorf("ErrorLog's request: %s %v host %q from %q", r.Method, r.URL, r.Host, r.RemoteAddr)
+	}
+	if len(r.Header) != 0 || r.Context() == nil {
+		t.Errorf("ErrorLog's request keeps %d header fields (%v)", len(r.Header), r.Header)
+	}
+}
+
 func TestMessageTooBig(t *testing.T) {
 	e := newEnv(t, nil, &Options{MaxMessageSize: 1024}, nil)
 	c := e.dial(t)
@@ -378,9 +420,7 @@ func TestOverflowDropOldest(t *testing.T) {
 	c := e.dial(t)
 	e.gate.close()
 	for i := range n {
-		b := make([]byte, 1000)
-		b[0] = byte(i)
-		if err := c.Write(t.Context(), websocket.MessageBinary, b); err != nil {
+		if err := c.Write(t.Context(), websocket.MessageBinary, payload(i, 1000)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -396,10 +436,13 @@ func TestOverflowDropOldest(t *testing.T) {
 	if len(got)+int(dropped.Load()) != n || dropped.Load() == 0 {
 		t.Fatalf("got %d, dropped %d, want %d in all and some dropped", len(got), dropped.Load(), n)
 	}
-	// The survivors are in order and end with the newest.
-	for i := 1; i < len(got); i++ {
-		if got[i].Data[0] <= got[i-1].Data[0] {
-			t.Fatalf("out of order: %d after %d", got[i].Data[0], got[i-1].Data[0])
+	// The survivors are whole, in order, and end with the newest.
+	for i, m := range got {
+		if want := payload(int(m.Data[0]), 1000); string(m.Data) != string(want) {
+			t.Fatalf("message %d (%d bytes) is not what was sent", m.Data[0], len(m.Data))
+		}
+		if i > 0 && m.Data[0] <= got[i-1].Data[0] {
+			t.Fatalf("out of order: %d after %d", m.Data[0], got[i-1].Data[0])
 		}
 	}
 	if got[len(got)-1].Data[0] != n-1 {

@@ -199,7 +199,7 @@ func (c *call) cleanup(aborted bool) {
 	c.released = true
 	c.relMu.Unlock()
 	code, _, kind := c.status()
-	c.h.logEnd(c.r, code, kind)
+	c.h.logEnd(c.logR, code, kind)
 	c.obs.end(code, kind)
 	c.release()
 }

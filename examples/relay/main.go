@@ -31,6 +31,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -56,6 +57,7 @@ type options struct {
 	token   string
 	rotate  time.Duration
 	queue   int
+	memMiB  int64
 }
 
 func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
@@ -74,7 +76,8 @@ Example: relay -addr localhost:8080 -endpoint my-endpoint -region us-west-2
 	fs.StringVar(&o.sample, "sample", "", "audio `file` served as /sample.EXT for /?src=sample.EXT: raw 16 kHz s16le mono PCM if EXT is pcm, else any format the browser decodes, e.g. -sample speech.wav")
 	fs.StringVar(&o.origins, "origins", "", "comma-separated `hosts` whose pages may connect besides this one, e.g. -origins app.example.com")
 	fs.StringVar(&o.token, "token", "", "a `secret` clients must pass as ?token=, standing in for the application's own authorisation, e.g. -token s3cret")
-	fs.IntVar(&o.queue, "queue-bytes", 0, "`bytes` each direction of a call may queue before the oldest audio frames are dropped (0: the relay's default, 32 KiB), e.g. -queue-bytes 65536")
+	fs.IntVar(&o.queue, "queue-bytes", 0, "`bytes` each direction of a call may queue before the oldest audio frames are dropped (0: the relay's default, 8 KiB: a quarter of a second of audio), e.g. -queue-bytes 32768")
+	fs.Int64Var(&o.memMiB, "memory-limit", 0, "soft memory limit of the process in `MiB` (runtime/debug.SetMemoryLimit; 0 leaves GOMEMLIMIT's), a little under the server's budget: the garbage collector then works harder instead of letting the heap reach twice what is live, e.g. -memory-limit 60")
 	fs.DurationVar(&o.rotate, "rotate", 0, "replace the model's stream after this `age` (0: bidi's default, under the 30-minute cap), e.g. -rotate 10m")
 	return fs, o
 }
@@ -88,6 +91,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		fmt.Fprintf(stderr, "relay: unexpected argument %q\n", fs.Arg(0))
 		return nil, errors.New("unexpected argument")
 	}
+	if o.memMiB < 0 || o.memMiB > 1<<40 {
+		fmt.Fprintf(stderr, "relay: -memory-limit %d: want 0 (none) or a positive number of MiB\n", o.memMiB)
+		return nil, errors.New("bad -memory-limit")
+	}
 	return o, nil
 }
 
@@ -99,6 +106,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		return 0
 	} else if err != nil {
 		return 2
+	}
+	if o.memMiB > 0 {
+		debug.SetMemoryLimit(o.memMiB << 20)
 	}
 	var sample []byte
 	if o.sample != "" {

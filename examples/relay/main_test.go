@@ -174,6 +174,12 @@ func TestExitCodes(t *testing.T) {
 	if code := run(t.Context(), []string{"-no-such-flag"}, io.Discard, &out, nil); code != 2 {
 		t.Errorf("bad flag: exit %d", code)
 	}
+	if code := run(t.Context(), []string{"-memory-limit", "-1"}, io.Discard, &out, nil); code != 2 || !strings.Contains(out.String(), "-memory-limit -1") {
+		t.Errorf("negative -memory-limit: exit %d, stderr %q", code, out.String())
+	}
+	if o, err := parseFlags([]string{"-memory-limit", "60"}, io.Discard); err != nil || o.memMiB != 60 {
+		t.Errorf("-memory-limit 60: %+v, %v", o, err)
+	}
 	if code := run(t.Context(), []string{"-h"}, io.Discard, &out, nil); code != 0 {
 		t.Errorf("-h: exit %d", code)
 	}

@@ -67,6 +67,7 @@ var (
 	active   = flag.Int("active", 20, "clients doing paced round trips")
 	frames   = flag.Int("frames", 250, "round trips per active client (20 ms apart)")
 	heapProf = flag.String("heapprofile", "", "write the relay's heap profile with the crowd connected to this `file`")
+	memRate  = flag.Int("memprofilerate", 0, "the relay process's runtime.MemProfileRate for -heapprofile (0: the runtime's, one sample per 512 KiB; 1: every allocation)")
 	hostileN = flag.Int("hostile", 1000, "half-open sockets in the hostile phase (0 skips it); a fifth as many slowloris upgrades")
 	rotAfter = flag.Duration("rotate-after", 0, "with -rotate-run: the age at which the relay's RotatingSession replaces its stream")
 	rotRun   = flag.Duration("rotate-run", 0, "instead of the other phases: stream this much audio per client through rotating sessions")
@@ -75,6 +76,8 @@ var (
 	idleEcho = flag.Int("idle-echoes", 32, "replies the model sends to each frame of an idle client (in all they must outgrow the kernel's socket buffers and the relay's queue)")
 	crowdRcv = flag.Int("crowd-rcvbuf", 4096, "SO_RCVBUF of the idle clients' sockets (0: the system's default)")
 	sndbuf   = flag.Int("sndbuf", 32<<10, "SO_SNDBUF of the relay's accepted sockets (0: the system's, which grows to MiBs on loopback)")
+	settle   = flag.Duration("settle", 30*time.Second, "how long the crowd's queues may take to fill and settle")
+	memLimit = flag.Int64("memlimit", 0, "the relay process's soft memory limit in `bytes` (debug.SetMemoryLimit; 0: none)")
 )
 
 func main() {
@@ -147,7 +150,7 @@ func startRelay(srv *biditest.Server) (*relayProc, error) {
 	defer os.Remove(cert.Name()) // the child has read it once it listens
 	pem.Encode(cert, &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	cert.Close()
-	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String(), "-sndbuf", strconv.Itoa(*sndbuf)}
+	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String(), "-sndbuf", strconv.Itoa(*sndbuf), "-memlimit", strconv.FormatInt(*memLimit, 10), "-memprofilerate", strconv.Itoa(*memRate)}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -260,17 +263,22 @@ func drive() error {
 	}
 	// Until the clients' replies overflowed their queues and nothing
 	// moves any more: every client connected, at least one drop per
-	// client, and the drop counts unchanged for half a second.
+	// client (none with -idle-frames 0: idle clients), and the drop
+	// counts unchanged for half a second.
+	wantDrops := int64(*idle)
+	if *idleSend == 0 {
+		wantDrops = 0
+	}
 	var st1 stats
 	settled := false
 	for still := 0; still < 5; {
-		if time.Since(crowd.started) > 30*time.Second {
+		if time.Since(crowd.started) > *settle {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 		prev := st1
 		st1, _ = rp.stats()
-		if st1.Active >= *idle && st1.Drops >= int64(*idle) && st1.Drops == prev.Drops && st1.DropsToModel == prev.DropsToModel {
+		if st1.Active >= *idle && st1.Drops >= wantDrops && st1.Drops == prev.Drops && st1.DropsToModel == prev.DropsToModel {
 			still++
 		} else {
 			still = 0
@@ -279,13 +287,13 @@ func drive() error {
 	}
 	if !settled {
 		crowd.close()
-		return fmt.Errorf("crowd: the relay's queues did not fill and settle within 30 s (%d clients, %d drops to them)", st1.Active, st1.Drops)
+		return fmt.Errorf("crowd: the relay's queues did not fill and settle within %v (%d clients, %d drops to them)", *settle, st1.Active, st1.Drops)
 	}
 	fmt.Printf("relay with %d clients that never read (%d frames each sent, %d replies to each; dropped: %d to the clients, %d to the model): RSS %.1f MiB, heap %.1f MiB (live %.1f MiB), stacks %.1f MiB, %d goroutines; %.1f KiB RSS per client\n",
 		st1.Active, *idleSend, *idleEcho, st1.Drops, st1.DropsToModel, mib(st1.RSS), mib(int64(st1.HeapInuse)), mib(int64(st1.HeapAlloc)), mib(int64(st1.StackIn)), st1.Goroutine,
 		float64(st1.RSS-st0.RSS)/1024/float64(max(1, st1.Active)))
 	if *heapProf != "" {
-		if resp, err := http.Get("http://" + rp.addr + "/debug/pprof/heap"); err == nil {
+		if resp, err := http.Get("http://" + rp.addr + "/debug/pprof/heap?gc=1"); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			os.WriteFile(*heapProf, b, 0o644)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	_ "net/http/pprof" // /debug/pprof on the child's own port, for -heapprofile
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +25,15 @@ import (
 // (the crowd never reads, so it would not answer them) and a /stats
 // endpoint.
 func runRelay() error {
+	if *memRate > 0 {
+		runtime.MemProfileRate = *memRate
+	}
+	if *memLimit > 0 {
+		// The application's choice, as -sndbuf is: the garbage collector
+		// works harder as the process nears the limit, instead of letting
+		// the heap grow to twice what is live (GOGC).
+		debug.SetMemoryLimit(*memLimit)
+	}
 	tlsCfg, err := loadCert(*certFile)
 	if err != nil {
 		return err
@@ -71,6 +81,9 @@ func runRelay() error {
 	mux.Handle("/ws", h)
 	mux.Handle("/debug/pprof/", http.DefaultServeMux)
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
+		// Two collections: objects in sync.Pools survive the first (as
+		// the pools' victims), and are not what the calls hold.
+		runtime.GC()
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
