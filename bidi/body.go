@@ -418,7 +418,8 @@ func (b *reqBody) Bind(ready func()) {
 // ReadNow gives the engine's writer the next envelopes: every queued part
 // that fits in dst, signed (already, in framed mode), or the rest of one
 // that did not fit; after CloseSend, the end frame and io.EOF. It never
-// blocks, and returns 0, nil when nothing is queued.
+// blocks, and returns eventstream.ErrWouldBlock when nothing is queued
+// (the engine never passes an empty dst; one gets 0, nil).
 func (b *reqBody) ReadNow(dst []byte) (int, error) {
 	if len(dst) == 0 {
 		return 0, nil
@@ -459,8 +460,11 @@ func (b *reqBody) readFramed(dst []byte) (int, error) {
 	if n > 0 {
 		p.taken()
 	}
-	if p.ended && p.sent == len(p.ends) {
+	switch {
+	case p.ended && p.sent == len(p.ends):
 		return n, io.EOF
+	case n == 0:
+		return 0, eventstream.ErrWouldBlock
 	}
 	return n, nil
 }
@@ -497,7 +501,7 @@ func (b *reqBody) readLocked(dst []byte) (n int, err error) {
 		b.rest, b.restPart = b.env[n:], false
 		return n, nil
 	}
-	return 0, nil
+	return 0, eventstream.ErrWouldBlock
 }
 
 // releaseEnv gives the envelope buffer back to envPool once its bytes

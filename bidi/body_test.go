@@ -76,12 +76,12 @@ func reader(b *reqBody, n int) <-chan []byte {
 		for {
 			k, err := b.ReadNow(buf)
 			all = append(all, buf[:k]...)
-			if err != nil {
+			switch {
+			case err == eventstream.ErrWouldBlock:
+				<-ready
+			case err != nil:
 				ch <- all
 				return
-			}
-			if k == 0 {
-				<-ready
 			}
 		}
 	}()
@@ -262,8 +262,8 @@ func TestPipeFail(t *testing.T) {
 	b := newReqBody(&p, testSigner(seedA))
 	p.attach(b)
 	boom := errors.New("boom")
-	if n, err := b.ReadNow(make([]byte, 10)); n != 0 || err != nil {
-		t.Fatalf("ReadNow of an empty body = %d, %v; want 0, nil", n, err)
+	if n, err := b.ReadNow(make([]byte, 10)); n != 0 || err != eventstream.ErrWouldBlock {
+		t.Fatalf("ReadNow of an empty body = %d, %v; want 0, ErrWouldBlock", n, err)
 	}
 	p.fail(boom)
 	if _, err := b.ReadNow(make([]byte, 10)); err == nil {
