@@ -97,8 +97,8 @@ func newTestPipe(limit int) *sendPipe {
 // mustEnqueue queues m, failing if the queue is full.
 func mustEnqueue(t *testing.T, p *sendPipe, m *wire.Part) {
 	t.Helper()
-	if ok, err := p.enqueue(m); !ok || err != nil {
-		t.Fatalf("enqueue = %v, %v", ok, err)
+	if full, err := p.enqueue(m); full != nil || err != nil {
+		t.Fatalf("enqueue = full %v, %v", full != nil, err)
 	}
 }
 
@@ -161,12 +161,14 @@ func TestPipeQueueBound(t *testing.T) {
 	p.attach(b)
 	part := partMessage(strings.Repeat("q", 1000))
 	queued := 0
+	var full <-chan struct{}
 	for {
-		ok, err := p.enqueue(part)
+		var err error
+		full, err = p.enqueue(part)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ok {
+		if full != nil {
 			break
 		}
 		queued++
@@ -174,11 +176,16 @@ func TestPipeQueueBound(t *testing.T) {
 	if size := wire.PartMessageLen(part); queued*size > sendQueueBytes || (queued+1)*size <= sendQueueBytes {
 		t.Fatalf("%d parts of %d bytes queued, bound %d", queued, size, sendQueueBytes)
 	}
+	select {
+	case <-full:
+		t.Fatal("room signalled before a Read")
+	default:
+	}
 	if _, err := b.ReadNow(make([]byte, 8<<10)); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-p.space:
+	case <-full:
 	default:
 		t.Fatal("no room signalled after a Read")
 	}
@@ -186,7 +193,7 @@ func TestPipeQueueBound(t *testing.T) {
 
 	big := newTestPipe(0)
 	mustEnqueue(t, big, partMessage(strings.Repeat("B", 2*sendQueueBytes)))
-	if ok, _ := big.enqueue(part); ok {
+	if full, _ := big.enqueue(part); full == nil {
 		t.Fatal("a part was queued behind an oversized one")
 	}
 }
@@ -391,12 +398,14 @@ func TestPipeFramedQueueBound(t *testing.T) {
 	p.stopReplay()
 	part := partMessage(strings.Repeat("q", 1000))
 	queued := 0
+	var full <-chan struct{}
 	for {
-		ok, err := p.enqueue(part)
+		var err error
+		full, err = p.enqueue(part)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ok {
+		if full != nil {
 			break
 		}
 		queued++
@@ -405,7 +414,7 @@ func TestPipeFramedQueueBound(t *testing.T) {
 		t.Fatalf("%d envelopes of %d bytes queued, bound %d", queued, size, sendQueueBytes)
 	}
 	sig := p.signer.PrevSignature()
-	if ok, _ := p.enqueue(part); ok || p.signer.PrevSignature() != sig {
+	if full, _ := p.enqueue(part); full == nil || p.signer.PrevSignature() != sig {
 		t.Fatal("a part refused for want of room advanced the chain")
 	}
 	first := make([]byte, 8<<10)
@@ -414,7 +423,7 @@ func TestPipeFramedQueueBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-p.space:
+	case <-full:
 	default:
 		t.Fatal("no room signalled after a Read")
 	}

@@ -55,7 +55,7 @@ func (s *Session) Recv(ctx context.Context) (Message, error) {
 	if err := s.lockRecv(ctx); err != nil {
 		return Message{}, err
 	}
-	defer s.recvLock.Unlock()
+	defer s.unlockRecv()
 	defer s.shrinkDecoder()
 	for {
 		it, err := s.nextItem(ctx)
@@ -89,7 +89,7 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 	if err := s.lockRecv(ctx); err != nil {
 		return Part{}, err
 	}
-	defer s.recvLock.Unlock()
+	defer s.unlockRecv()
 	defer s.shrinkDecoder()
 	it, err := s.nextItem(ctx)
 	if err != nil {
@@ -106,7 +106,7 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 const partBufMax = 4 << 10
 
 // partData returns the item's data for RecvPart: a small part in
-// s.partBuf, a larger one owned. The receive lock is held.
+// s.partBuf, a larger one owned. The receive turn is held.
 func (s *Session) partData(it recvItem) []byte {
 	if len(it.data) == 0 || len(it.data) > partBufMax {
 		return it.ownData()
@@ -138,9 +138,13 @@ func ownedCopy(b []byte) []byte {
 	return c
 }
 
+// lockRecv takes the receive turn, waiting while ctx allows; unlockRecv
+// releases it.
 func (s *Session) lockRecv(ctx context.Context) error {
-	return s.recvLock.Lock(ctx, nil, nil)
+	return s.pipe.takeTurn(ctx, &s.recvTurn, nil, nil)
 }
+
+func (s *Session) unlockRecv() { s.pipe.releaseTurn(&s.recvTurn) }
 
 // receiver reads the response stream for Recv. Recv decodes on its own
 // goroutine, in place from what the connection buffered for the stream
@@ -152,8 +156,8 @@ func (s *Session) lockRecv(ctx context.Context) error {
 //
 // Owners: src and dec are set by the run goroutine before it moves the
 // phase to phaseStreaming and closes respReady, and read only once one of
-// them shows it (by Recv, under recvLock: awaitStream); part is guarded
-// by recvLock; wake is made by newSession and safe for concurrent use.
+// them shows it (by Recv, under the receive turn: awaitStream); part is guarded
+// by the receive turn; wake is made by newSession and safe for concurrent use.
 type receiver struct {
 	src  *transport.Stream
 	dec  *eventstream.Decoder
@@ -166,7 +170,7 @@ type receiver struct {
 
 // shrinkDecoder lets the decoder give a large buffer back once what it
 // decoded was copied out, so that an idle session holds none. The receive
-// lock is held; the decoder is looked at only once respReady is closed (a
+// turn is held; the decoder is looked at only once respReady is closed (a
 // Recv that gave up before the answer must not).
 func (s *Session) shrinkDecoder() {
 	select {
@@ -195,7 +199,7 @@ func (s *Session) startReceiving(src *transport.Stream) {
 }
 
 // nextItem returns the next received part, or the terminal error. The
-// receive lock is held.
+// receive turn is held.
 func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 	if s.state.userClosed.Load() {
 		return recvItem{}, ErrSessionClosed
@@ -228,7 +232,7 @@ func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 
 // awaitStream waits until the response stream can be read: the model
 // answered. It decides from the session's phase, and returns why not if
-// the session ended first, or ctx's error. The receive lock is held.
+// the session ended first, or ctx's error. The receive turn is held.
 func (s *Session) awaitStream(ctx context.Context) error {
 	switch s.state.phase() {
 	case phaseStreaming, phaseSendOver:
@@ -291,7 +295,7 @@ func isAPIError(err error) bool {
 // decode decodes the next part or the terminal item from what the stream
 // has buffered, skipping the events this client does not know. It returns
 // eventstream.ErrWouldBlock, and no item, while the next item has not
-// fully arrived. The receive lock is held.
+// fully arrived. The receive turn is held.
 func (s *Session) decode() (recvItem, error) {
 	r := &s.rx
 	for {

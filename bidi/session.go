@@ -29,7 +29,7 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // messages from the model are read with Recv.
 //
 // Concurrency: Send, SendPart and CloseSend may be called from any number
-// of goroutines. One call holds the send lock at a time, so a message's
+// of goroutines. One call has the send turn at a time, so a message's
 // parts are never interleaved with another message's on the wire; callers
 // that need an order between their messages must impose it themselves.
 // Recv, RecvPart, Messages and Reader are meant for one receiving
@@ -74,9 +74,13 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // or an error wrapping io.ErrUnexpectedEOF or matching [ErrDeadPeer]; Recv
 // returns io.EOF only when the service ended the stream cleanly.
 type Session struct {
-	// Lock order: sendLock before pipe.mu (which is also the state's
-	// lock), pipe.mu before the engine's connection lock (a body's ready
-	// callback); recvLock before the engine stream's lock (Read, Peek). No
+	// One lock, pipe.mu: the send queue's, the state's (state.mu) and the
+	// two turns' (sendTurn, recvTurn), which serialise Send calls and Recv
+	// calls without a lock of their own (their waiters wait on the pipe's
+	// broadcast and give up with their context). Order: a turn (held, not
+	// a lock) before pipe.mu; pipe.mu before the engine's connection lock
+	// (a body's ready callback); the receive turn before the engine
+	// stream's lock (Read, Peek), which is never taken under pipe.mu. No
 	// callback of the engine runs under an engine lock (see the
 	// transport's doc.go). docs/design.md draws the whole picture.
 
@@ -96,9 +100,10 @@ type Session struct {
 	// state is the one terminal-error slot (see end).
 	state sessionState
 
-	// Send side. sendLock guards the fields below it, except pipe, which
-	// has its own lock.
-	sendLock   ctxLock
+	// Send side. The send turn (held by Send, SendPart, CloseSend) guards
+	// the fields below it, except pipe, which has its own lock; sendTurn
+	// itself is guarded by pipe.mu.
+	sendTurn   turn
 	sendClosed bool
 	partOpen   bool       // a message begun with SendPart is not complete
 	partType   DataType   // that message's type (its first part's)
@@ -117,8 +122,10 @@ type Session struct {
 	resp      *Response
 
 	// Receive side: Recv decodes the response stream itself (see
-	// receiver). recvLock guards the fields below it, except lastRecv.
-	recvLock   ctxLock
+	// receiver). The receive turn (held by Recv, RecvPart) guards the
+	// fields below it, except lastRecv; recvTurn itself is guarded by
+	// pipe.mu.
+	recvTurn   turn
 	rx         receiver
 	asm        reassembler  // in the session itself: Recv checks it for every message
 	partBuf    []byte       // RecvPart's small parts, valid until the next call
