@@ -121,12 +121,15 @@ type Session struct {
 	respReady chan struct{}
 	resp      *Response
 
-	// Receive side: Recv decodes the response stream itself (see
-	// receiver). The receive turn (held by Recv, RecvPart) guards the
-	// fields below it, except lastRecv; recvTurn itself is guarded by
-	// pipe.mu.
+	// Receive side: Recv decodes the answered attempt's response stream
+	// itself, with that attempt's decoder (recv.go). The receive turn
+	// (held by Recv, RecvPart) guards the fields below it, except
+	// lastRecv and recvWake; recvTurn itself is guarded by pipe.mu.
+	// recvWake (cap 1) wakes the Recv waiting for bytes: the answered
+	// stream's notify function signals it, and so does the session's end;
+	// made by newSession, safe for concurrent use.
 	recvTurn   turn
-	rx         receiver
+	recvWake   chan struct{}
 	asm        reassembler  // in the session itself: Recv checks it for every message
 	partBuf    []byte       // RecvPart's small parts, valid until the next call
 	lastRecv   atomic.Int64 // monotonic time of the last part decoded
@@ -169,12 +172,12 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 	s.state.init(&s.pipe.mu)
 	s.ctx, s.cancel = context.WithCancelCause(parent)
 	s.pipe.init(c.options.ReplayLimit)
-	s.rx.wake = make(chan struct{}, 1)
+	s.recvWake = make(chan struct{}, 1)
 	// However the context ends (the one given to Open among the ways),
 	// the session is ended, and a waiting Recv woken.
 	context.AfterFunc(s.ctx, func() {
 		s.end(s.sessionErr(), endSession, endDefinite)
-		signal(s.rx.wake)
+		signal(s.recvWake)
 	})
 	return s
 }
@@ -325,7 +328,7 @@ func (s *Session) run(a *attempt) {
 		if h := testHookAnswered.Load(); h != nil {
 			(*h)(s)
 		}
-		s.startReceiving(a.st)
+		a.startReceiving(s.maxMessage, s.recvWake)
 		s.resp = headResponse(resp.StatusCode, resp.Header)
 		s.obs.response(resp.StatusCode)
 		s.answered()
@@ -333,7 +336,7 @@ func (s *Session) run(a *attempt) {
 		if s.c.logOn {
 			s.logf(logging.Debug, "bidi: session with endpoint %q answered: HTTP %d after %d attempt(s)", s.input.EndpointName, resp.StatusCode, a.n)
 		}
-		s.watch()
+		s.watch(a)
 		return
 	}
 }
