@@ -101,55 +101,57 @@ func signal(c chan struct{}) {
 }
 
 // turn serialises a session's senders, or its receivers, without a lock
-// of its own: held and waiters are guarded by the session's mutex
-// (sendPipe.mu), and a caller waits for its turn on the session's
-// broadcast (sendPipe.moved), so that the wait ends when its context
-// ends or a stop channel closes, as with ctxLock. Taking a free turn and
-// releasing one nobody waits for take that mutex once each; a release
-// with waiters wakes them all, and the first to look takes the turn (not
-// fair, like sync.Mutex). The zero value is a free turn.
+// or channel of its own: taking a free turn and releasing one nobody
+// waits for are one atomic operation each, and a caller that finds the
+// turn held waits on the session's broadcast (sendPipe.moved, under
+// sendPipe.mu), so that its wait ends when its context ends or a stop
+// channel closes, as with ctxLock. A release with waiters wakes them all,
+// and the first to look takes the turn (not fair, like sync.Mutex). The
+// zero value is a free turn; a turn must not be copied after first use.
 type turn struct {
-	held    bool
-	waiters int
+	held    atomic.Bool
+	waiters atomic.Int32 // callers in takeTurn's slow path
 }
 
 // takeTurn takes t. It returns nil once held; ctx's error if ctx ends
 // first; errLockStopped if stop1 or stop2 (either may be nil) is closed
 // first. p.mu is not held.
 func (p *sendPipe) takeTurn(ctx context.Context, t *turn, stop1, stop2 <-chan struct{}) error {
-	p.mu.Lock()
-	for t.held {
+	if t.held.CompareAndSwap(false, true) {
+		return nil
+	}
+	// Announcing the waiter before looking again under p.mu closes the
+	// gap with releaseTurn: either the release sees the waiter and
+	// broadcasts after the wait channel was taken, or the look sees the
+	// turn free.
+	t.waiters.Add(1)
+	defer t.waiters.Add(-1)
+	for {
+		p.mu.Lock()
+		if t.held.CompareAndSwap(false, true) {
+			p.mu.Unlock()
+			return nil
+		}
 		wait := p.waitLocked()
-		t.waiters++
 		p.mu.Unlock()
-		var err error
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			err = ctx.Err()
+			return ctx.Err()
 		case <-stop1:
-			err = errLockStopped
+			return errLockStopped
 		case <-stop2:
-			err = errLockStopped
-		}
-		p.mu.Lock()
-		t.waiters--
-		if err != nil {
-			p.mu.Unlock()
-			return err
+			return errLockStopped
 		}
 	}
-	t.held = true
-	p.mu.Unlock()
-	return nil
 }
 
 // releaseTurn releases t, which the caller holds, and wakes its waiters.
 func (p *sendPipe) releaseTurn(t *turn) {
-	p.mu.Lock()
-	t.held = false
-	if t.waiters > 0 {
+	t.held.Store(false)
+	if t.waiters.Load() > 0 {
+		p.mu.Lock()
 		p.broadcastLocked()
+		p.mu.Unlock()
 	}
-	p.mu.Unlock()
 }

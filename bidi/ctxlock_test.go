@@ -186,8 +186,10 @@ func TestTurnExcludes(t *testing.T) {
 	if count[0]+count[1] != workers*rounds {
 		t.Fatalf("count = %v, want %d in all", count, workers*rounds)
 	}
-	if turns[0].waiters != 0 || turns[1].waiters != 0 || turns[0].held || turns[1].held {
-		t.Fatalf("turns after the last release: %+v", turns)
+	for k := range turns {
+		if turns[k].waiters.Load() != 0 || turns[k].held.Load() {
+			t.Fatalf("turn %d after the last release: held %v, %d waiters", k, turns[k].held.Load(), turns[k].waiters.Load())
+		}
 	}
 }
 
@@ -207,7 +209,7 @@ func TestTurnGiveUp(t *testing.T) {
 		go func() { errs <- p.takeTurn(ctx, &tn, nil, nil) }()
 		go func() { errs <- p.takeTurn(context.Background(), &tn, nil, stop) }()
 		synctest.Wait()
-		if got := waitersOf(p, &tn); got != 2 {
+		if got := waitersOf(&tn); got != 2 {
 			t.Fatalf("waiters = %d, want 2", got)
 		}
 		cancel()
@@ -218,7 +220,7 @@ func TestTurnGiveUp(t *testing.T) {
 		if err := <-errs; err != errLockStopped {
 			t.Fatalf("takeTurn with a closed stop channel = %v, want errLockStopped", err)
 		}
-		if got := waitersOf(p, &tn); got != 0 {
+		if got := waitersOf(&tn); got != 0 {
 			t.Fatalf("waiters = %d after both gave up, want 0", got)
 		}
 
@@ -240,8 +242,8 @@ func TestTurnGiveUp(t *testing.T) {
 			t.Fatalf("the waiter behind a quitter: %v", err)
 		}
 		p.releaseTurn(&tn)
-		if waitersOf(p, &tn) != 0 || tn.held {
-			t.Fatalf("turn after the last release: %+v", tn)
+		if waitersOf(&tn) != 0 || tn.held.Load() {
+			t.Fatal("turn held or waited for after the last release")
 		}
 	})
 }
@@ -273,7 +275,7 @@ func TestTurnReleaseQuiet(t *testing.T) {
 		got := make(chan error, 1)
 		go func() { got <- p.takeTurn(context.Background(), &send, nil, nil) }()
 		synctest.Wait()
-		if waitersOf(p, &send) != 1 {
+		if waitersOf(&send) != 1 {
 			t.Fatal("the second takeTurn does not wait")
 		}
 		p.releaseTurn(&send)
@@ -288,8 +290,4 @@ func TestTurnReleaseQuiet(t *testing.T) {
 	})
 }
 
-func waitersOf(p *sendPipe, t *turn) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return t.waiters
-}
+func waitersOf(t *turn) int { return int(t.waiters.Load()) }

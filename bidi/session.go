@@ -74,15 +74,16 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // or an error wrapping io.ErrUnexpectedEOF or matching [ErrDeadPeer]; Recv
 // returns io.EOF only when the service ended the stream cleanly.
 type Session struct {
-	// One lock, pipe.mu: the send queue's, the state's (state.mu) and the
-	// two turns' (sendTurn, recvTurn), which serialise Send calls and Recv
-	// calls without a lock of their own (their waiters wait on the pipe's
-	// broadcast and give up with their context). Order: a turn (held, not
-	// a lock) before pipe.mu; pipe.mu before the engine's connection lock
-	// (a body's ready callback); the receive turn before the engine
-	// stream's lock (Read, Peek), which is never taken under pipe.mu. No
-	// callback of the engine runs under an engine lock (see the
-	// transport's doc.go). docs/design.md draws the whole picture.
+	// One lock, pipe.mu: the send queue's and the state's (state.mu).
+	// Send calls and Recv calls are serialised by two turns (sendTurn,
+	// recvTurn), which have no lock of their own: an atomic flag, and
+	// waiters that wait on the pipe's broadcast under pipe.mu and give
+	// up with their context. Order: a turn (held, not a lock) before
+	// pipe.mu; pipe.mu before the engine's connection lock (a body's
+	// ready callback); the receive turn before the engine stream's lock
+	// (Read, Peek), which is never taken under pipe.mu. No callback of
+	// the engine runs under an engine lock (see the transport's doc.go).
+	// docs/design.md draws the whole picture.
 
 	// Set by newSession, read-only after.
 	c     *Client
@@ -101,8 +102,7 @@ type Session struct {
 	state sessionState
 
 	// Send side. The send turn (held by Send, SendPart, CloseSend) guards
-	// the fields below it, except pipe, which has its own lock; sendTurn
-	// itself is guarded by pipe.mu.
+	// the fields below it, except pipe, which has its own lock.
 	sendTurn   turn
 	sendClosed bool
 	partOpen   bool       // a message begun with SendPart is not complete
@@ -124,7 +124,7 @@ type Session struct {
 	// Receive side: Recv decodes the answered attempt's response stream
 	// itself, with that attempt's decoder (recv.go). The receive turn
 	// (held by Recv, RecvPart) guards the fields below it, except
-	// lastRecv and recvWake; recvTurn itself is guarded by pipe.mu.
+	// lastRecv and recvWake.
 	// recvWake (cap 1) wakes the Recv waiting for bytes: the answered
 	// stream's notify function signals it, and so does the session's end;
 	// made by newSession, safe for concurrent use.
