@@ -9,8 +9,10 @@ import (
 
 // ctxLock is a mutex whose waiters can give up: Lock returns when the lock
 // is taken, when ctx ends or when one of the stop channels is closed. It
-// serialises Send calls, Recv calls, and the reads of a shared
-// Options.PaddingSource, without a context stored anywhere.
+// serialises the reads of a client's shared Options.PaddingSource, and a
+// RotatingSession's Send and Recv calls, without a context stored
+// anywhere. (A Session's own calls take turns instead: see turn, which
+// borrows the session's mutex and channel rather than having its own.)
 //
 // Taking a free lock and releasing one nobody waits for are one atomic
 // operation each; the wake channel is used only when the lock is
