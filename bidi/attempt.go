@@ -6,26 +6,34 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
 
 // attempt is one HTTP request of a session and its stream, the session's
 // counterpart of x/net's clientStream: a retried open makes another. It
 // owns its context, its engine stream and its body (its view of the
 // session's send queue, with the signature chain seeded by its request's
-// signature), and it ends one way, abort. Of a session's attempts, at most
-// one is answered: its stream is the one Recv decodes (Session.rx), and
-// its signer the one Send continues (sendPipe.signer).
+// signature) and, once answered, the decoder of its response stream, as
+// clientStream owns its body reader; it ends one way, abort. Of a
+// session's attempts, at most one is answered: its stream is the one Recv
+// decodes, and its signer the one Send continues (sendPipe.signer).
 //
 // Owners: n, req, body and cancel are set by newAttempt and read-only
 // after; st is set once by roundTrip, on the run goroutine, before the
 // attempt is published in Session.cur, so that whoever loads it from cur
-// (Close, Send's flow-control diagnosis) sees st.
+// (Close, Send's flow-control diagnosis) sees st. dec is set by
+// startReceiving on the run goroutine before the session's phase shows
+// the answer (and respReady is closed), and used only after that by the
+// holder of the receive turn, which also owns part.
 type attempt struct {
 	n      int
 	req    *http.Request
 	body   *reqBody
 	cancel context.CancelFunc
 	st     *transport.Stream
+
+	dec  *eventstream.Decoder
+	part wire.Part // the PayloadPart decoded last; aliases dec's buffer
 }
 
 // newAttempt retrieves credentials, signs a new request whose body is
@@ -75,6 +83,18 @@ func (a *attempt) roundTrip(s *Session) (*transport.Response, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// startReceiving readies the answered attempt's response stream for
+// Recv: its decoder reads the stream in place, and the stream's notify
+// function wakes a waiting Recv (wake). It is called by the run goroutine
+// before the phase shows the answer and respReady is closed.
+func (a *attempt) startReceiving(maxMessage int, wake chan struct{}) {
+	// Payloads over MaxMessageSize are skipped as they stream, never
+	// buffered: what the session holds is bounded by its limit, not by
+	// the format's 24 MiB.
+	a.dec = eventstream.NewDecoder(a.st, func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = maxMessage })
+	a.st.SetNotify(func() { signal(wake) })
 }
 
 // abort ends the attempt, the one function that does: it cancels its

@@ -69,21 +69,22 @@ type sendPipe struct {
 	overflow    bool // taken parts were dropped: no replay possible
 	replayLimit int
 
-	// space (cap 1) is signalled when the writer reads the body: its first
-	// read (dispatched), and whenever it takes parts that a Send waiting
-	// for room (spaceWanted) wants. Open waits on it for the first read,
-	// Send for room; they never wait at once (no Send runs before Open
-	// returns the session), and a token one of them leaves costs the
-	// other a look at the queue.
-	space       chan struct{}
-	spaceWanted bool
+	// moved is the session's one broadcast: made by the first waiter
+	// (waitLocked), closed and cleared (broadcastLocked) when what a
+	// waiter waits for may have happened: the writer read the body for
+	// the first time (dispatched: Open waits for it) or took parts (room
+	// for a Send), or a turn with waiters was released (Session.sendTurn,
+	// recvTurn). Every waiter looks again under mu after it is closed, so
+	// a waiter woken for another's reason only looks twice; nobody
+	// waiting, nothing is made or closed.
+	moved chan struct{}
 
 	ended bool  // CloseSend: after the parts, the end frame, then io.EOF
 	err   error // the session failed: ReadNow returns err
 
 	// Framed mode (see above), entered once by stopReplay: q holds signed
 	// envelopes, which Send signs with signer while it holds the
-	// session's send lock. filling is set while a Send writes an envelope
+	// session's send turn. filling is set while a Send writes an envelope
 	// past len(q), outside mu: q is then neither compacted nor released.
 	// roff counts the bytes of envelope sent that the writer took already.
 	// In framed mode ended means that the end frame is queued.
@@ -96,25 +97,45 @@ type sendPipe struct {
 }
 
 func (p *sendPipe) init(replayLimit int) {
-	p.space = make(chan struct{}, 1)
 	p.retain = true
 	p.replayLimit = max(replayLimit, 0)
 }
 
-// markDispatchedLocked records that the transport has sent the request
-// headers (it reads the body) and signals space. p.mu is held.
-func (p *sendPipe) markDispatchedLocked() {
-	if !p.dispatched {
-		p.dispatched = true
-		signal(p.space)
+// waitLocked returns the channel that the next broadcast closes, making
+// it if nobody waits yet. p.mu is held.
+func (p *sendPipe) waitLocked() <-chan struct{} {
+	if p.moved == nil {
+		p.moved = make(chan struct{})
+	}
+	return p.moved
+}
+
+// broadcastLocked wakes every waiter, if there is one. p.mu is held.
+func (p *sendPipe) broadcastLocked() {
+	if p.moved != nil {
+		close(p.moved)
+		p.moved = nil
 	}
 }
 
-// wasDispatched reports whether the transport has read the body.
-func (p *sendPipe) wasDispatched() bool {
+// markDispatchedLocked records that the transport has sent the request
+// headers (it reads the body) and wakes Open. p.mu is held.
+func (p *sendPipe) markDispatchedLocked() {
+	if !p.dispatched {
+		p.dispatched = true
+		p.broadcastLocked()
+	}
+}
+
+// dispatchWait returns nil once the transport has read the body, else a
+// channel closed when that may have happened (look again then).
+func (p *sendPipe) dispatchWait() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.dispatched
+	if p.dispatched {
+		return nil
+	}
+	return p.waitLocked()
 }
 
 // start returns the offset of part i in q.
@@ -125,36 +146,36 @@ func (p *sendPipe) start(i int) int {
 	return p.ends[i-1]
 }
 
-// enqueue queues part's PayloadPart event if the queue has room. It
-// reports false when the queue is full. In framed mode the caller holds
-// the session's send lock (the part is signed: see enqueueFramed). p.mu is
-// not held.
-func (p *sendPipe) enqueue(part *wire.Part) (bool, error) {
+// enqueue queues part's PayloadPart event if the queue has room. When
+// the queue is full it queues nothing and returns a channel closed when
+// the writer may have made room (try again then); it returns nil, nil
+// once the part is queued. In framed mode the caller holds the session's
+// send turn (the part is signed: see enqueueFramed). p.mu is not held.
+func (p *sendPipe) enqueue(part *wire.Part) (full <-chan struct{}, err error) {
 	size := wire.PartMessageLen(part)
 	p.mu.Lock()
 	if p.err != nil {
 		p.mu.Unlock()
-		return false, p.err
+		return nil, p.err
 	}
 	if p.framed {
 		return p.enqueueFramed(part, size) // unlocks
 	}
 	defer p.mu.Unlock()
 	if waiting := len(p.q) - p.start(p.sent); waiting > 0 && waiting+size > sendQueueBytes {
-		p.spaceWanted = true
-		return false, nil
+		return p.waitLocked(), nil
 	}
 	if p.q == nil {
 		p.q, p.qh = queuePool.Get()
 	}
 	q, err := wire.AppendPartMessage(p.q, part)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	p.q = q
 	p.ends = append(p.ends, len(q))
 	p.wake()
-	return true, nil
+	return nil, nil
 }
 
 // enqueueFramed queues part, whose inner message is size bytes, as a
@@ -162,14 +183,14 @@ func (p *sendPipe) enqueue(part *wire.Part) (bool, error) {
 // released, encodes the message in place and signs it there, and commits
 // it. The chain advances only for a part that is queued: room is decided
 // first, and nothing fails once signing began. p.mu is held on entry and
-// released on return; the caller holds the session's send lock, which
-// makes it the only one signing or filling.
-func (p *sendPipe) enqueueFramed(part *wire.Part, size int) (bool, error) {
+// released on return; the caller holds the session's send turn, which
+// makes it the only one signing or filling. It returns as enqueue does.
+func (p *sendPipe) enqueueFramed(part *wire.Part, size int) (<-chan struct{}, error) {
 	envLen := envelopeOverhead + size
 	if waiting := p.waitingFramed(); waiting > 0 && waiting+envLen > sendQueueBytes {
-		p.spaceWanted = true
+		full := p.waitLocked()
 		p.mu.Unlock()
-		return false, nil
+		return full, nil
 	}
 	if cap(p.q)-len(p.q) < envLen {
 		p.compact() // make room at the tail from what the writer took
@@ -196,7 +217,7 @@ func (p *sendPipe) enqueueFramed(part *wire.Part, size int) (bool, error) {
 	defer p.mu.Unlock()
 	p.filling = false
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	p.q = p.q[:start+envLen]
 	p.ends = append(p.ends, len(p.q))
@@ -206,7 +227,7 @@ func (p *sendPipe) enqueueFramed(part *wire.Part, size int) (bool, error) {
 		p.compact()
 	}
 	p.wake()
-	return true, nil
+	return nil, nil
 }
 
 // waitingFramed returns how many bytes of the queue the writer has yet
@@ -216,7 +237,8 @@ func (p *sendPipe) waitingFramed() int {
 }
 
 // taken records that the current body took parts up to p.sent: it drops
-// them unless they are kept for replay, and wakes a blocked Send.
+// them unless they are kept for replay, and wakes a Send waiting for
+// room.
 func (p *sendPipe) taken() {
 	if p.retain && p.sent > 0 && p.ends[p.sent-1] > p.replayLimit {
 		p.retain, p.overflow = false, true
@@ -224,10 +246,7 @@ func (p *sendPipe) taken() {
 	if !p.retain && !p.filling {
 		p.compact()
 	}
-	if p.spaceWanted {
-		p.spaceWanted = false
-		signal(p.space)
-	}
+	p.broadcastLocked()
 }
 
 // compact drops the parts the current body took.
@@ -355,7 +374,7 @@ func (p *sendPipe) canReplay() bool {
 }
 
 // end asks for the end frame once every queued part is sent; in framed
-// mode it signs and queues it. The caller holds the session's send lock.
+// mode it signs and queues it. The caller holds the session's send turn.
 func (p *sendPipe) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -418,7 +437,8 @@ func (b *reqBody) Bind(ready func()) {
 // ReadNow gives the engine's writer the next envelopes: every queued part
 // that fits in dst, signed (already, in framed mode), or the rest of one
 // that did not fit; after CloseSend, the end frame and io.EOF. It never
-// blocks, and returns 0, nil when nothing is queued.
+// blocks, and returns eventstream.ErrWouldBlock when nothing is queued
+// (the engine never passes an empty dst; one gets 0, nil).
 func (b *reqBody) ReadNow(dst []byte) (int, error) {
 	if len(dst) == 0 {
 		return 0, nil
@@ -459,8 +479,11 @@ func (b *reqBody) readFramed(dst []byte) (int, error) {
 	if n > 0 {
 		p.taken()
 	}
-	if p.ended && p.sent == len(p.ends) {
+	switch {
+	case p.ended && p.sent == len(p.ends):
 		return n, io.EOF
+	case n == 0:
+		return 0, eventstream.ErrWouldBlock
 	}
 	return n, nil
 }
@@ -497,7 +520,7 @@ func (b *reqBody) readLocked(dst []byte) (n int, err error) {
 		b.rest, b.restPart = b.env[n:], false
 		return n, nil
 	}
-	return 0, nil
+	return 0, eventstream.ErrWouldBlock
 }
 
 // releaseEnv gives the envelope buffer back to envPool once its bytes

@@ -76,12 +76,12 @@ func reader(b *reqBody, n int) <-chan []byte {
 		for {
 			k, err := b.ReadNow(buf)
 			all = append(all, buf[:k]...)
-			if err != nil {
+			switch {
+			case err == eventstream.ErrWouldBlock:
+				<-ready
+			case err != nil:
 				ch <- all
 				return
-			}
-			if k == 0 {
-				<-ready
 			}
 		}
 	}()
@@ -97,8 +97,8 @@ func newTestPipe(limit int) *sendPipe {
 // mustEnqueue queues m, failing if the queue is full.
 func mustEnqueue(t *testing.T, p *sendPipe, m *wire.Part) {
 	t.Helper()
-	if ok, err := p.enqueue(m); !ok || err != nil {
-		t.Fatalf("enqueue = %v, %v", ok, err)
+	if full, err := p.enqueue(m); full != nil || err != nil {
+		t.Fatalf("enqueue = full %v, %v", full != nil, err)
 	}
 }
 
@@ -161,12 +161,14 @@ func TestPipeQueueBound(t *testing.T) {
 	p.attach(b)
 	part := partMessage(strings.Repeat("q", 1000))
 	queued := 0
+	var full <-chan struct{}
 	for {
-		ok, err := p.enqueue(part)
+		var err error
+		full, err = p.enqueue(part)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ok {
+		if full != nil {
 			break
 		}
 		queued++
@@ -174,11 +176,16 @@ func TestPipeQueueBound(t *testing.T) {
 	if size := wire.PartMessageLen(part); queued*size > sendQueueBytes || (queued+1)*size <= sendQueueBytes {
 		t.Fatalf("%d parts of %d bytes queued, bound %d", queued, size, sendQueueBytes)
 	}
+	select {
+	case <-full:
+		t.Fatal("room signalled before a Read")
+	default:
+	}
 	if _, err := b.ReadNow(make([]byte, 8<<10)); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-p.space:
+	case <-full:
 	default:
 		t.Fatal("no room signalled after a Read")
 	}
@@ -186,7 +193,7 @@ func TestPipeQueueBound(t *testing.T) {
 
 	big := newTestPipe(0)
 	mustEnqueue(t, big, partMessage(strings.Repeat("B", 2*sendQueueBytes)))
-	if ok, _ := big.enqueue(part); ok {
+	if full, _ := big.enqueue(part); full == nil {
 		t.Fatal("a part was queued behind an oversized one")
 	}
 }
@@ -262,8 +269,8 @@ func TestPipeFail(t *testing.T) {
 	b := newReqBody(&p, testSigner(seedA))
 	p.attach(b)
 	boom := errors.New("boom")
-	if n, err := b.ReadNow(make([]byte, 10)); n != 0 || err != nil {
-		t.Fatalf("ReadNow of an empty body = %d, %v; want 0, nil", n, err)
+	if n, err := b.ReadNow(make([]byte, 10)); n != 0 || err != eventstream.ErrWouldBlock {
+		t.Fatalf("ReadNow of an empty body = %d, %v; want 0, ErrWouldBlock", n, err)
 	}
 	p.fail(boom)
 	if _, err := b.ReadNow(make([]byte, 10)); err == nil {
@@ -391,12 +398,14 @@ func TestPipeFramedQueueBound(t *testing.T) {
 	p.stopReplay()
 	part := partMessage(strings.Repeat("q", 1000))
 	queued := 0
+	var full <-chan struct{}
 	for {
-		ok, err := p.enqueue(part)
+		var err error
+		full, err = p.enqueue(part)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ok {
+		if full != nil {
 			break
 		}
 		queued++
@@ -405,7 +414,7 @@ func TestPipeFramedQueueBound(t *testing.T) {
 		t.Fatalf("%d envelopes of %d bytes queued, bound %d", queued, size, sendQueueBytes)
 	}
 	sig := p.signer.PrevSignature()
-	if ok, _ := p.enqueue(part); ok || p.signer.PrevSignature() != sig {
+	if full, _ := p.enqueue(part); full == nil || p.signer.PrevSignature() != sig {
 		t.Fatal("a part refused for want of room advanced the chain")
 	}
 	first := make([]byte, 8<<10)
@@ -414,7 +423,7 @@ func TestPipeFramedQueueBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-p.space:
+	case <-full:
 	default:
 		t.Fatal("no room signalled after a Read")
 	}

@@ -140,11 +140,14 @@ func (c *Client) Open(ctx context.Context, in *OpenInput) (*Session, error) {
 	}
 	await := in.AwaitResponse || c.options.AwaitResponse
 	for {
-		if !await && s.pipe.wasDispatched() {
-			return s, nil
+		var dispatched <-chan struct{} // nil, never ready, when awaiting the answer
+		if !await {
+			if dispatched = s.pipe.dispatchWait(); dispatched == nil {
+				return s, nil
+			}
 		}
 		select {
-		case <-s.pipe.space: // the writer read the body: look again
+		case <-dispatched: // the writer may have read the body: look again
 		case <-s.respReady:
 			if s.resp == nil {
 				err := s.sessionErr()

@@ -9,8 +9,10 @@ import (
 
 // ctxLock is a mutex whose waiters can give up: Lock returns when the lock
 // is taken, when ctx ends or when one of the stop channels is closed. It
-// serialises Send calls, Recv calls, and the reads of a shared
-// Options.PaddingSource, without a context stored anywhere.
+// serialises the reads of a client's shared Options.PaddingSource, and a
+// RotatingSession's Send and Recv calls, without a context stored
+// anywhere. (A Session's own calls take turns instead: see turn, which
+// borrows the session's mutex and channel rather than having its own.)
 //
 // Taking a free lock and releasing one nobody waits for are one atomic
 // operation each; the wake channel is used only when the lock is
@@ -97,5 +99,61 @@ func signal(c chan struct{}) {
 	select {
 	case c <- struct{}{}:
 	default:
+	}
+}
+
+// turn serialises a session's senders, or its receivers, without a lock
+// or channel of its own: taking a free turn and releasing one nobody
+// waits for are one atomic operation each, and a caller that finds the
+// turn held waits on the session's broadcast (sendPipe.moved, under
+// sendPipe.mu), so that its wait ends when its context ends or a stop
+// channel closes, as with ctxLock. A release with waiters wakes them all,
+// and the first to look takes the turn (not fair, like sync.Mutex). The
+// zero value is a free turn; a turn must not be copied after first use.
+type turn struct {
+	held    atomic.Bool
+	waiters atomic.Int32 // callers in takeTurn's slow path
+}
+
+// takeTurn takes t. It returns nil once held; ctx's error if ctx ends
+// first; errLockStopped if stop1 or stop2 (either may be nil) is closed
+// first. p.mu is not held.
+func (p *sendPipe) takeTurn(ctx context.Context, t *turn, stop1, stop2 <-chan struct{}) error {
+	if t.held.CompareAndSwap(false, true) {
+		return nil
+	}
+	// Announcing the waiter before looking again under p.mu closes the
+	// gap with releaseTurn: either the release sees the waiter and
+	// broadcasts after the wait channel was taken, or the look sees the
+	// turn free.
+	t.waiters.Add(1)
+	defer t.waiters.Add(-1)
+	for {
+		p.mu.Lock()
+		if t.held.CompareAndSwap(false, true) {
+			p.mu.Unlock()
+			return nil
+		}
+		wait := p.waitLocked()
+		p.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stop1:
+			return errLockStopped
+		case <-stop2:
+			return errLockStopped
+		}
+	}
+}
+
+// releaseTurn releases t, which the caller holds, and wakes its waiters.
+func (p *sendPipe) releaseTurn(t *turn) {
+	t.held.Store(false)
+	if t.waiters.Load() > 0 {
+		p.mu.Lock()
+		p.broadcastLocked()
+		p.mu.Unlock()
 	}
 }

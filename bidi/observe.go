@@ -117,7 +117,7 @@ type sessionObs struct {
 	start time.Time
 
 	answered bool // owned by the run goroutine
-	gotFirst bool // guarded by the session's recvLock
+	gotFirst bool // guarded by the session's receive turn
 	ended    bool // owned by the run goroutine (end is called there once)
 }
 
@@ -170,7 +170,7 @@ func (so *sessionObs) response(status int) {
 }
 
 // received records a PayloadPart of n bytes decoded (under the session's
-// recvLock).
+// receive turn).
 func (so *sessionObs) received(n int) {
 	if so == nil {
 		return

@@ -94,7 +94,7 @@ func (o ownPad) fill(_ context.Context, p []byte) error {
 // sharedPad is one session's access to Options.PaddingSource, which the
 // client's sessions share: every read of it (at most 4 KiB) holds the
 // client's padLock, so reads never overlap. The buffer is owned by the
-// holder of the session's send lock.
+// holder of the session's send turn.
 type sharedPad struct {
 	lock *ctxLock
 	r    io.Reader

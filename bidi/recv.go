@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
@@ -55,7 +54,7 @@ func (s *Session) Recv(ctx context.Context) (Message, error) {
 	if err := s.lockRecv(ctx); err != nil {
 		return Message{}, err
 	}
-	defer s.recvLock.Unlock()
+	defer s.unlockRecv()
 	defer s.shrinkDecoder()
 	for {
 		it, err := s.nextItem(ctx)
@@ -89,7 +88,7 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 	if err := s.lockRecv(ctx); err != nil {
 		return Part{}, err
 	}
-	defer s.recvLock.Unlock()
+	defer s.unlockRecv()
 	defer s.shrinkDecoder()
 	it, err := s.nextItem(ctx)
 	if err != nil {
@@ -106,7 +105,7 @@ func (s *Session) RecvPart(ctx context.Context) (Part, error) {
 const partBufMax = 4 << 10
 
 // partData returns the item's data for RecvPart: a small part in
-// s.partBuf, a larger one owned. The receive lock is held.
+// s.partBuf, a larger one owned. The receive turn is held.
 func (s *Session) partData(it recvItem) []byte {
 	if len(it.data) == 0 || len(it.data) > partBufMax {
 		return it.ownData()
@@ -138,35 +137,27 @@ func ownedCopy(b []byte) []byte {
 	return c
 }
 
+// lockRecv takes the receive turn, waiting while ctx allows; unlockRecv
+// releases it.
 func (s *Session) lockRecv(ctx context.Context) error {
-	return s.recvLock.Lock(ctx, nil, nil)
+	return s.pipe.takeTurn(ctx, &s.recvTurn, nil, nil)
 }
 
-// receiver reads the response stream for Recv. Recv decodes on its own
-// goroutine, in place from what the connection buffered for the stream
-// (the engine's Stream is the decoder's Peeker), and nobody else decodes:
-// bytes that no Recv takes stay in the stream's buffer, within its HTTP/2
-// receive window. The end of the stream reaches Send without Recv as the
-// engine reports it (watch): Send then reports that the stream ended and
-// Recv, once it gets there, why.
-//
-// Owners: src and dec are set by the run goroutine before it moves the
-// phase to phaseStreaming and closes respReady, and read only once one of
-// them shows it (by Recv, under recvLock: awaitStream); part is guarded
-// by recvLock; wake is made by newSession and safe for concurrent use.
-type receiver struct {
-	src  *transport.Stream
-	dec  *eventstream.Decoder
-	part wire.Part
+func (s *Session) unlockRecv() { s.pipe.releaseTurn(&s.recvTurn) }
 
-	// wake (cap 1) wakes the Recv waiting for bytes: the stream's notify
-	// function signals it, and so does the session's end.
-	wake chan struct{}
-}
+// How Recv reads the response stream: on its own goroutine, in place
+// from what the connection buffered for the answered attempt's stream
+// (the engine's Stream is the decoder's Peeker, and the decoder is the
+// attempt's: attempt.dec), and nobody else decodes: bytes that no Recv
+// takes stay in the stream's buffer, within its HTTP/2 receive window.
+// The end of the stream reaches Send without Recv as the engine reports
+// it (watch): Send then reports that the stream ended and Recv, once it
+// gets there, why. A Recv waiting for bytes waits on Session.recvWake,
+// which the stream's notify function and the session's end signal.
 
 // shrinkDecoder lets the decoder give a large buffer back once what it
 // decoded was copied out, so that an idle session holds none. The receive
-// lock is held; the decoder is looked at only once respReady is closed (a
+// turn is held; the decoder is looked at only once respReady is closed (a
 // Recv that gave up before the answer must not).
 func (s *Session) shrinkDecoder() {
 	select {
@@ -174,28 +165,14 @@ func (s *Session) shrinkDecoder() {
 	default:
 		return
 	}
-	if r := &s.rx; r.dec != nil {
-		r.part = wire.Part{} // it aliases the decoder's buffer
-		r.dec.Shrink()
+	if a := s.cur.Load(); a != nil && a.dec != nil {
+		a.part = wire.Part{} // it aliases the decoder's buffer
+		a.dec.Shrink()
 	}
 }
 
-// startReceiving makes src the response stream Recv reads. It is called
-// by the run goroutine before respReady is closed.
-func (s *Session) startReceiving(src *transport.Stream) {
-	r := &s.rx
-	r.src = src
-	// Payloads over MaxMessageSize are skipped as they stream, never
-	// buffered: what the session holds is bounded by its limit, not by
-	// the format's 24 MiB.
-	r.dec = eventstream.NewDecoder(src, func(o *eventstream.DecoderOptions) { o.DiscardPayloadsOver = s.maxMessage })
-	// A waiting Recv watches wake only: the session's end wakes it too
-	// (newSession).
-	src.SetNotify(func() { signal(r.wake) })
-}
-
 // nextItem returns the next received part, or the terminal error. The
-// receive lock is held.
+// receive turn is held.
 func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 	if s.state.userClosed.Load() {
 		return recvItem{}, ErrSessionClosed
@@ -203,23 +180,24 @@ func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 	if s.recvErr != nil {
 		return recvItem{}, s.recvErr
 	}
-	if err := s.awaitStream(ctx); err != nil {
+	a, err := s.awaitStream(ctx)
+	if err != nil {
 		return recvItem{}, err
 	}
 	done := ctx.Done()
 	for {
-		it, err := s.decode()
+		it, err := s.decode(a)
 		if err != eventstream.ErrWouldBlock {
 			return s.deliver(it)
 		}
 		if s.ctx.Err() != nil {
-			// The session ended; its end also signals wake, so this
-			// check cannot miss it.
+			// The session ended; its end also signals recvWake, so
+			// this check cannot miss it.
 			s.recvErr = s.sessionErr()
 			return recvItem{}, s.recvErr
 		}
 		select {
-		case <-s.rx.wake:
+		case <-s.recvWake:
 		case <-done:
 			return recvItem{}, ctx.Err()
 		}
@@ -227,31 +205,34 @@ func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 }
 
 // awaitStream waits until the response stream can be read: the model
-// answered. It decides from the session's phase, and returns why not if
-// the session ended first, or ctx's error. The receive lock is held.
-func (s *Session) awaitStream(ctx context.Context) error {
+// answered. It returns the answered attempt, whose decoder Recv reads,
+// deciding from the session's phase; or why not, if the session ended
+// first, or ctx's error. The receive turn is held.
+func (s *Session) awaitStream(ctx context.Context) (*attempt, error) {
 	switch s.state.phase() {
 	case phaseStreaming, phaseSendOver:
-		return nil // answered: src and dec were set before the phase
+		// Answered: the attempt's decoder was set before the phase, and
+		// no attempt follows the answered one in cur.
+		return s.cur.Load(), nil
 	case phaseOpening:
 		select {
 		case <-s.respReady:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-s.ctx.Done():
 		}
 	}
-	// Answered, or ended with or without an answer: src may be read
-	// only once respReady is closed.
+	// Answered, or ended with or without an answer: the attempt may be
+	// read only once respReady is closed.
 	select {
 	case <-s.respReady:
-		if s.rx.src != nil {
-			return nil
+		if s.resp != nil {
+			return s.cur.Load(), nil
 		}
 	default:
 	}
 	s.recvErr = s.sessionErr()
-	return s.recvErr
+	return nil, s.recvErr
 }
 
 // deliver hands item it to Recv: a part, or the stream's end, which is
@@ -288,24 +269,24 @@ func isAPIError(err error) bool {
 	return errors.As(err, &api)
 }
 
-// decode decodes the next part or the terminal item from what the stream
-// has buffered, skipping the events this client does not know. It returns
-// eventstream.ErrWouldBlock, and no item, while the next item has not
-// fully arrived. The receive lock is held.
-func (s *Session) decode() (recvItem, error) {
-	r := &s.rx
+// decode decodes the next part or the terminal item from what the
+// answered attempt a's stream has buffered, skipping the events this
+// client does not know. It returns eventstream.ErrWouldBlock, and no
+// item, while the next item has not fully arrived. The receive turn is
+// held.
+func (s *Session) decode(a *attempt) (recvItem, error) {
 	for {
-		m, err := r.dec.Decode()
+		m, err := a.dec.Decode()
 		if err == eventstream.ErrWouldBlock {
 			return recvItem{}, err
 		}
 		if err != nil {
 			return s.streamEnded(s.decodeError(err)), nil
 		}
-		switch wire.ClassifyPart(m, &r.part) {
+		switch wire.ClassifyPart(m, &a.part) {
 		case wire.KindPayloadPart:
-			it := s.partItem(&r.part)
-			if r.dec.Discarded() > 0 {
+			it := s.partItem(&a.part)
+			if a.dec.Discarded() > 0 {
 				it.oversize, it.size, it.data = true, 0, nil
 			}
 			s.lastRecv.Store(monotonic())
@@ -372,15 +353,15 @@ func (s *Session) streamEnded(err error) recvItem {
 	return recvItem{err: err}
 }
 
-// watch is the session goroutine's last job once the model answered: it
-// waits for the engine to report the stream over (every byte of it
-// buffered, its end or error known), and then ends the send side with a
-// stand-in that Recv replaces with the reason once it decodes it (see
-// streamOver); then it waits for the session to end.
-func (s *Session) watch() {
+// watch is the session goroutine's last job once the model answered
+// (attempt a): it waits for the engine to report the stream over (every
+// byte of it buffered, its end or error known), and then ends the send
+// side with a stand-in that Recv replaces with the reason once it decodes
+// it (see streamOver); then it waits for the session to end.
+func (s *Session) watch(a *attempt) {
 	select {
-	case <-s.rx.src.Done():
-		s.streamOver()
+	case <-a.st.Done():
+		s.streamOver(a.st.Err())
 		<-s.ctx.Done()
 	case <-s.ctx.Done():
 	}
@@ -392,10 +373,11 @@ func (s *Session) watch() {
 // engine's error for a failed stream (a reset, a dead connection), else
 // ErrStreamEnded; the reason that Recv decodes (a model error, say)
 // replaces it, and Send reports that from then on. Bytes not received
-// stay in the stream for Recv.
-func (s *Session) streamOver() {
+// stay in the stream for Recv. err is the stream's error (nil for an end
+// of stream).
+func (s *Session) streamOver(err error) {
 	cause := fmt.Errorf("%w (its reason, if any, follows the messages not yet received)", ErrStreamEnded)
-	if err := s.rx.src.Err(); err != nil {
+	if err != nil {
 		cause = classifyTransportError(err)
 	}
 	s.end(cause, endSendSide, endProvisional)

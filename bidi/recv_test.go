@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,5 +120,57 @@ func TestRecvGivesUpBeforeAnswer(t *testing.T) {
 	}
 	if err := <-recvDone; !errors.Is(err, bidi.ErrSessionClosed) {
 		t.Fatalf("Recv = %v, want ErrSessionClosed", err)
+	}
+}
+
+// TestConcurrentRecv: Recv calls from several goroutines take turns: each
+// fragmented message is returned whole, by exactly one of them, and every
+// one of them returns io.EOF once the stream ended.
+func TestConcurrentRecv(t *testing.T) {
+	const receivers, messages = 4, 200
+	srv := newServer(t, biditest.Echo())
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(func(o *bidi.Options) { o.MaxPartSize = 64 }), ctx)
+	var (
+		mu   sync.Mutex
+		seen = make(map[string]int)
+		wg   sync.WaitGroup
+	)
+	for range receivers {
+		wg.Go(func() {
+			for {
+				m, err := sess.Recv(ctx)
+				if err == io.EOF {
+					return
+				}
+				if err != nil {
+					t.Errorf("Recv: %v", err)
+					return
+				}
+				mu.Lock()
+				seen[string(m.Data)]++
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range messages {
+		// 3 to 5 parts of 64 bytes each.
+		msg := fmt.Sprintf("%03d:%s", i, strings.Repeat(string(rune('a'+i%26)), 150+i%100))
+		if err := sess.Send(ctx, bidi.Text(msg)); err != nil {
+			t.Fatalf("Send %d: %v", i, err)
+		}
+	}
+	if err := sess.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if len(seen) != messages {
+		t.Fatalf("%d distinct messages received, want %d", len(seen), messages)
+	}
+	for i := range messages {
+		msg := fmt.Sprintf("%03d:%s", i, strings.Repeat(string(rune('a'+i%26)), 150+i%100))
+		if n := seen[msg]; n != 1 {
+			t.Fatalf("message %d received %d times whole, want once", i, n)
+		}
 	}
 }

@@ -135,7 +135,7 @@ func (s *Session) SendPart(ctx context.Context, p Part) error {
 func (s *Session) CloseSend() error {
 	// No context bounds this wait: a pending Send returns promptly once the
 	// session is over, and otherwise finishes its message first.
-	s.sendLock.LockAlways()
+	s.pipe.takeTurn(context.Background(), &s.sendTurn, nil, nil) // cannot fail
 	defer s.unlockSend()
 	if s.sendClosed {
 		return nil
@@ -154,18 +154,15 @@ func (s *Session) CloseSend() error {
 	return nil
 }
 
-// lockSendable takes the send lock for Send and SendPart, waiting while
-// ctx allows, and keeps it only if the session can send (see sendable):
-// on an error the lock is not held.
+// lockSendable takes the send turn for Send and SendPart, waiting while
+// ctx allows and the send side is not over, and keeps it only if the
+// session can send (see sendable): on an error the turn is not held.
 func (s *Session) lockSendable(ctx context.Context) error {
-	if !s.sendLock.TryLock() { // TryLock first, without touching the contexts: this runs for every message
-		err := s.sendLock.Lock(ctx, s.state.over, s.ctx.Done())
+	if err := s.pipe.takeTurn(ctx, &s.sendTurn, s.state.over, s.ctx.Done()); err != nil {
 		if err == errLockStopped {
 			return s.sendCause()
 		}
-		if err != nil {
-			return err
-		}
+		return err
 	}
 	if err := s.sendable(); err != nil {
 		s.unlockSend()
@@ -174,13 +171,13 @@ func (s *Session) lockSendable(ctx context.Context) error {
 	return nil
 }
 
-func (s *Session) unlockSend() { s.sendLock.Unlock() }
+func (s *Session) unlockSend() { s.pipe.releaseTurn(&s.sendTurn) }
 
 // sendable returns why Send cannot proceed, or nil: it decides from the
 // session's phase (a send side over, in phaseSendOver or phaseEnded,
 // reports why). The session's context counts as phaseEnded as soon as it
 // is done: the hook that moves the phase when the context given to Open
-// ends runs just after. The send lock is held.
+// ends runs just after. The send turn is held.
 func (s *Session) sendable() error {
 	switch {
 	case s.state.userClosed.Load():
@@ -207,7 +204,7 @@ func (s *Session) sendCause() error {
 
 // sendSplit sends m as parts of at most Options.MaxPartSize bytes (see
 // splitter); its last part is Complete only if complete is set. The send
-// lock is held.
+// turn is held.
 func (s *Session) sendSplit(ctx context.Context, m Message, complete bool) error {
 	sp := newSplitter(m, s.maxPart).withCut(s.partCut)
 	first := true
@@ -223,7 +220,7 @@ func (s *Session) sendSplit(ctx context.Context, m Message, complete bool) error
 
 // sendPart encodes one part and queues it for the transport, waiting for
 // room in the queue. midMessage tells whether earlier parts of the same
-// message were queued by this call. The send lock is held.
+// message were queued by this call. The send turn is held.
 func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 	if err := ctx.Err(); err != nil {
 		return s.interrupted(err, midMessage)
@@ -242,15 +239,8 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 		return s.interrupted(err, midMessage)
 	}
 	for {
-		ok, err := s.pipe.enqueue(&part)
+		full, err := s.pipe.enqueue(&part)
 		switch {
-		case ok:
-			s.obs.sent(len(p.Data))
-			// The part is copied into the queue: a large padding buffer
-			// can go back to the pool.
-			s.pad = s.pad[:0]
-			padPool.Release(&s.pad, &s.padh)
-			return nil
 		case err != nil:
 			select {
 			case <-s.state.over:
@@ -258,9 +248,16 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 			default:
 				return s.interrupted(wrapEncodeError(err), midMessage)
 			}
+		case full == nil:
+			s.obs.sent(len(p.Data))
+			// The part is copied into the queue: a large padding buffer
+			// can go back to the pool.
+			s.pad = s.pad[:0]
+			padPool.Release(&s.pad, &s.padh)
+			return nil
 		}
 		select {
-		case <-s.pipe.space:
+		case <-full:
 		case <-ctx.Done():
 			return s.interrupted(s.flowStall(ctx.Err()), midMessage)
 		case <-s.state.over:

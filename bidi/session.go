@@ -29,7 +29,7 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // messages from the model are read with Recv.
 //
 // Concurrency: Send, SendPart and CloseSend may be called from any number
-// of goroutines. One call holds the send lock at a time, so a message's
+// of goroutines. One call has the send turn at a time, so a message's
 // parts are never interleaved with another message's on the wire; callers
 // that need an order between their messages must impose it themselves.
 // Recv, RecvPart, Messages and Reader are meant for one receiving
@@ -74,11 +74,16 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // or an error wrapping io.ErrUnexpectedEOF or matching [ErrDeadPeer]; Recv
 // returns io.EOF only when the service ended the stream cleanly.
 type Session struct {
-	// Lock order: sendLock before pipe.mu (which is also the state's
-	// lock), pipe.mu before the engine's connection lock (a body's ready
-	// callback); recvLock before the engine stream's lock (Read, Peek). No
-	// callback of the engine runs under an engine lock (see the
-	// transport's doc.go). docs/design.md draws the whole picture.
+	// One lock, pipe.mu: the send queue's and the state's (state.mu).
+	// Send calls and Recv calls are serialised by two turns (sendTurn,
+	// recvTurn), which have no lock of their own: an atomic flag, and
+	// waiters that wait on the pipe's broadcast under pipe.mu and give
+	// up with their context. Order: a turn (held, not a lock) before
+	// pipe.mu; pipe.mu before the engine's connection lock (a body's
+	// ready callback); the receive turn before the engine stream's lock
+	// (Read, Peek), which is never taken under pipe.mu. No callback of
+	// the engine runs under an engine lock (see the transport's doc.go).
+	// docs/design.md draws the whole picture.
 
 	// Set by newSession, read-only after.
 	c     *Client
@@ -96,9 +101,9 @@ type Session struct {
 	// state is the one terminal-error slot (see end).
 	state sessionState
 
-	// Send side. sendLock guards the fields below it, except pipe, which
-	// has its own lock.
-	sendLock   ctxLock
+	// Send side. The send turn (held by Send, SendPart, CloseSend) guards
+	// the fields below it, except pipe, which has its own lock.
+	sendTurn   turn
 	sendClosed bool
 	partOpen   bool       // a message begun with SendPart is not complete
 	partType   DataType   // that message's type (its first part's)
@@ -116,10 +121,15 @@ type Session struct {
 	respReady chan struct{}
 	resp      *Response
 
-	// Receive side: Recv decodes the response stream itself (see
-	// receiver). recvLock guards the fields below it, except lastRecv.
-	recvLock   ctxLock
-	rx         receiver
+	// Receive side: Recv decodes the answered attempt's response stream
+	// itself, with that attempt's decoder (recv.go). The receive turn
+	// (held by Recv, RecvPart) guards the fields below it, except
+	// lastRecv and recvWake.
+	// recvWake (cap 1) wakes the Recv waiting for bytes: the answered
+	// stream's notify function signals it, and so does the session's end;
+	// made by newSession, safe for concurrent use.
+	recvTurn   turn
+	recvWake   chan struct{}
 	asm        reassembler  // in the session itself: Recv checks it for every message
 	partBuf    []byte       // RecvPart's small parts, valid until the next call
 	lastRecv   atomic.Int64 // monotonic time of the last part decoded
@@ -162,12 +172,12 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 	s.state.init(&s.pipe.mu)
 	s.ctx, s.cancel = context.WithCancelCause(parent)
 	s.pipe.init(c.options.ReplayLimit)
-	s.rx.wake = make(chan struct{}, 1)
+	s.recvWake = make(chan struct{}, 1)
 	// However the context ends (the one given to Open among the ways),
 	// the session is ended, and a waiting Recv woken.
 	context.AfterFunc(s.ctx, func() {
 		s.end(s.sessionErr(), endSession, endDefinite)
-		signal(s.rx.wake)
+		signal(s.recvWake)
 	})
 	return s
 }
@@ -318,7 +328,7 @@ func (s *Session) run(a *attempt) {
 		if h := testHookAnswered.Load(); h != nil {
 			(*h)(s)
 		}
-		s.startReceiving(a.st)
+		a.startReceiving(s.maxMessage, s.recvWake)
 		s.resp = headResponse(resp.StatusCode, resp.Header)
 		s.obs.response(resp.StatusCode)
 		s.answered()
@@ -326,7 +336,7 @@ func (s *Session) run(a *attempt) {
 		if s.c.logOn {
 			s.logf(logging.Debug, "bidi: session with endpoint %q answered: HTTP %d after %d attempt(s)", s.input.EndpointName, resp.StatusCode, a.n)
 		}
-		s.watch()
+		s.watch(a)
 		return
 	}
 }

@@ -616,6 +616,9 @@ func (b *testBody) ReadNow(p []byte) (int, error) {
 	if len(b.buf) == 0 && b.ended {
 		return n, io.EOF
 	}
+	if n == 0 {
+		return 0, eventstream.ErrWouldBlock
+	}
 	return n, nil
 }
 

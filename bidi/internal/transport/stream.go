@@ -25,9 +25,11 @@ type Body interface {
 	Bind(ready func())
 
 	// ReadNow copies up to len(p) ready bytes into p without blocking. It
-	// returns io.EOF (possibly with n > 0) after the last byte of the
-	// body; n == 0 with a nil error means nothing is ready. Another error
-	// makes the engine reset the stream with that cause.
+	// returns eventstream.ErrWouldBlock, and n == 0, when nothing is
+	// ready (the spelling of the response side's Read and Peek), and
+	// io.EOF (possibly with n > 0) after the last byte of the body. Any
+	// other error makes the engine reset the stream with that cause. The
+	// engine never calls it with an empty p.
 	ReadNow(p []byte) (n int, err error)
 
 	// Close is called once when the engine stops reading the body: the

@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
 
 // writeLoop is the connection's only writer. Each round it writes the
@@ -270,11 +272,13 @@ func (cc *conn) writeData(rotation *streamRing, scratch []byte, maxFrame uint32)
 
 		n, err := s.body.ReadNow(scratch[9 : 9+int(w)])
 		end := err == io.EOF
-		if err != nil && !end {
-			s.cancel(err)
+		switch {
+		case err == eventstream.ErrWouldBlock, err == nil && n == 0:
+			// Nothing ready (a body breaking the contract with 0, nil
+			// is taken at its word): its ready callback brings it back.
 			continue
-		}
-		if n == 0 && !end {
+		case err != nil && !end:
+			s.cancel(err)
 			continue
 		}
 		cc.mu.Lock()
