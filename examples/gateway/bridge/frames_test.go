@@ -329,8 +329,11 @@ func TestPingFrames(t *testing.T) {
 		}
 		break
 	}
-	if pings != 3 {
-		t.Errorf("%d unanswered pings before the close, want 3", pings)
+	// Three intervals without a pong: three pings, or four when the
+	// gateway sent the first of them before the last pong reached it (a
+	// pong late by more than the 20 ms interval, on a loaded machine).
+	if pings != 3 && pings != 4 {
+		t.Errorf("%d unanswered pings before the close, want 3 (4 if the last pong was late)", pings)
 	}
 	peer.writeClose(1001, "")
 	mse := expectStreamError(t, sess)
