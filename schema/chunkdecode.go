@@ -77,6 +77,46 @@ func (f *fields) unknown(key []byte, names []string) {
 	f.r.skip()
 }
 
+// str reads field n, a string, into *dst, reusing last's string when it
+// repeats.
+func (f *fields) str(n int, dst *string, last *recent) {
+	if f.first(n) {
+		*dst = last.get(f.r.str())
+	}
+}
+
+// null reads field n, which the decoder handles only as null: any other
+// value fails.
+func (f *fields) null(n int) {
+	if f.first(n) && !f.r.null() {
+		f.r.fail()
+	}
+}
+
+// readInt reads field n of f, an integer, into *dst.
+func readInt[T int | int64](f *fields, n int, dst *T) {
+	if f.first(n) {
+		*dst = T(f.r.integer())
+	}
+}
+
+// readList reads field n of f, an array, into *list, which is nil, with
+// elem reading each element into the zero value appended for it. An
+// empty array decodes as an empty list, not nil, as with encoding/json.
+func readList[T any](f *fields, n int, list *[]T, elem func(*T)) {
+	if !f.first(n) {
+		return
+	}
+	r := f.r
+	if r.ws() == '[' {
+		*list = []T{}
+	}
+	r.array(func() {
+		*list = append(*list, *new(T))
+		elem(&(*list)[len(*list)-1])
+	})
+}
+
 // decodeChat decodes data into c, which must be empty, and reports whether
 // it could.
 func (d *chunkDecoder) decodeChat(data []byte, c *ChatCompletionChunk) bool {
@@ -88,15 +128,7 @@ func (d *chunkDecoder) decodeChat(data []byte, c *ChatCompletionChunk) bool {
 			return
 		}
 		if string(key) == "choices" {
-			if f.first(4) {
-				if c.Choices == nil && r.ws() == '[' {
-					c.Choices = []ChatChunkChoice{} // [] decodes as empty, not nil
-				}
-				r.array(func() {
-					c.Choices = append(c.Choices, ChatChunkChoice{})
-					d.chatChoice(&c.Choices[len(c.Choices)-1])
-				})
-			}
+			readList(&f, 4, &c.Choices, d.chatChoice)
 			return
 		}
 		f.unknown(key, headFields)
@@ -116,19 +148,9 @@ func (d *chunkDecoder) decodeText(data []byte, c *TextCompletion) bool {
 		}
 		switch string(key) {
 		case "choices":
-			if f.first(4) {
-				if c.Choices == nil && r.ws() == '[' {
-					c.Choices = []TextChoice{} // [] decodes as empty, not nil
-				}
-				r.array(func() {
-					c.Choices = append(c.Choices, TextChoice{})
-					d.textChoice(&c.Choices[len(c.Choices)-1])
-				})
-			}
+			readList(&f, 4, &c.Choices, d.textChoice)
 		case "kv_transfer_params":
-			if f.first(8) && !r.null() {
-				r.fail()
-			}
+			f.null(8)
 		default:
 			f.unknown(key, textHeadFields)
 		}
@@ -139,32 +161,19 @@ func (d *chunkDecoder) decodeText(data []byte, c *TextCompletion) bool {
 // head reads the member key if it is one of the fields that chat and text
 // chunks share (other than choices), and reports whether it was.
 func (d *chunkDecoder) head(key []byte, f *fields, id, object *string, created *int64, model, tier, fingerprint *string, usage **Usage) bool {
-	r := f.r
 	switch string(key) {
 	case "id":
-		if f.first(0) {
-			*id = d.id.get(r.str())
-		}
+		f.str(0, id, &d.id)
 	case "object":
-		if f.first(1) {
-			*object = d.object.get(r.str())
-		}
+		f.str(1, object, &d.object)
 	case "created":
-		if f.first(2) {
-			*created = r.integer()
-		}
+		readInt(f, 2, created)
 	case "model":
-		if f.first(3) {
-			*model = d.model.get(r.str())
-		}
+		f.str(3, model, &d.model)
 	case "service_tier":
-		if f.first(5) {
-			*tier = d.tier.get(r.str())
-		}
+		f.str(5, tier, &d.tier)
 	case "system_fingerprint":
-		if f.first(6) {
-			*fingerprint = d.fingerprint.get(r.str())
-		}
+		f.str(6, fingerprint, &d.fingerprint)
 	case "usage":
 		if f.first(7) {
 			*usage = d.readUsage()
@@ -183,22 +192,16 @@ func (d *chunkDecoder) readUsage() *Usage {
 		return nil
 	}
 	d.usage = Usage{}
+	u := &d.usage
 	f := fields{r: r}
 	r.object(func(key []byte) {
-		u := &d.usage
 		switch string(key) {
 		case "prompt_tokens":
-			if f.first(0) {
-				u.PromptTokens = int(r.integer())
-			}
+			readInt(&f, 0, &u.PromptTokens)
 		case "completion_tokens":
-			if f.first(1) {
-				u.CompletionTokens = int(r.integer())
-			}
+			readInt(&f, 1, &u.CompletionTokens)
 		case "total_tokens":
-			if f.first(2) {
-				u.TotalTokens = int(r.integer())
-			}
+			readInt(&f, 2, &u.TotalTokens)
 		case "prompt_tokens_details":
 			if f.first(3) && !r.null() {
 				d.details = PromptTokensDetails{}
@@ -206,9 +209,7 @@ func (d *chunkDecoder) readUsage() *Usage {
 				g := fields{r: r}
 				r.object(func(key []byte) {
 					if string(key) == "cached_tokens" {
-						if g.first(0) {
-							d.details.CachedTokens = int(r.integer())
-						}
+						readInt(&g, 0, &d.details.CachedTokens)
 						return
 					}
 					g.unknown(key, detailsFields)
@@ -218,7 +219,28 @@ func (d *chunkDecoder) readUsage() *Usage {
 			f.unknown(key, usageFields)
 		}
 	})
-	return &d.usage
+	return u
+}
+
+// choice reads the member key if it is one of the fields that chat and
+// text choices share, and reports whether it was: index, logprobs (only
+// null), finish_reason and stop_reason, numbered 0, 2, 3 and 4 in both.
+func (d *chunkDecoder) choice(key []byte, f *fields, index *int, finish *string, stop *StringOrNumber) bool {
+	switch string(key) {
+	case "index":
+		readInt(f, 0, index)
+	case "logprobs":
+		f.null(2)
+	case "finish_reason":
+		f.str(3, finish, &d.finish)
+	case "stop_reason":
+		if f.first(4) {
+			*stop = d.stopReason()
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // chatChoice reads one choice of a chat chunk into ch, which is empty.
@@ -226,29 +248,31 @@ func (d *chunkDecoder) chatChoice(ch *ChatChunkChoice) {
 	r := &d.r
 	f := fields{r: r}
 	r.object(func(key []byte) {
-		switch string(key) {
-		case "index":
-			if f.first(0) {
-				ch.Index = int(r.integer())
-			}
-		case "delta":
+		switch {
+		case d.choice(key, &f, &ch.Index, &ch.FinishReason, &ch.StopReason):
+		case string(key) == "delta":
 			if f.first(1) {
 				d.delta(&ch.Delta)
 			}
-		case "logprobs":
-			if f.first(2) && !r.null() {
-				r.fail()
-			}
-		case "finish_reason":
-			if f.first(3) {
-				ch.FinishReason = d.finish.get(r.str())
-			}
-		case "stop_reason":
-			if f.first(4) {
-				ch.StopReason = d.stopReason()
-			}
 		default:
 			f.unknown(key, chatChoiceField)
+		}
+	})
+}
+
+// textChoice reads one choice of a text chunk into ch, which is empty.
+func (d *chunkDecoder) textChoice(ch *TextChoice) {
+	r := &d.r
+	f := fields{r: r}
+	r.object(func(key []byte) {
+		switch {
+		case d.choice(key, &f, &ch.Index, &ch.FinishReason, &ch.StopReason):
+		case string(key) == "text":
+			f.str(1, &ch.Text, &d.text)
+		case string(key) == "prompt_logprobs":
+			f.null(5)
+		default:
+			f.unknown(key, textChoiceField)
 		}
 	})
 }
@@ -260,70 +284,20 @@ func (d *chunkDecoder) delta(dl *ChatDelta) {
 	r.object(func(key []byte) {
 		switch string(key) {
 		case "role":
-			if f.first(0) {
-				dl.Role = d.role.get(r.str())
-			}
+			f.str(0, &dl.Role, &d.role)
 		case "content":
-			if f.first(1) {
-				dl.Content = d.text.get(r.str())
-			}
+			f.str(1, &dl.Content, &d.text)
 		case "reasoning_content":
-			if f.first(2) {
-				dl.ReasoningContent = d.text.get(r.str())
-			}
+			f.str(2, &dl.ReasoningContent, &d.text)
 		case "refusal":
-			if f.first(3) {
-				dl.Refusal = d.text.get(r.str())
-			}
+			f.str(3, &dl.Refusal, &d.text)
 		case "function_call":
-			if f.first(4) && !r.null() {
-				r.fail()
-			}
+			f.null(4)
 		case "tool_calls":
-			if f.first(5) {
-				if r.ws() == '[' {
-					dl.ToolCalls = []ToolCallDelta{} // [] decodes as empty, not nil
-				}
-				r.array(r.fail)
-			}
+			// Only an empty list decodes here; a tool call fails.
+			readList(&f, 5, &dl.ToolCalls, func(*ToolCallDelta) { r.fail() })
 		default:
 			f.unknown(key, deltaFields)
-		}
-	})
-}
-
-// textChoice reads one choice of a text chunk into ch, which is empty.
-func (d *chunkDecoder) textChoice(ch *TextChoice) {
-	r := &d.r
-	f := fields{r: r}
-	r.object(func(key []byte) {
-		switch string(key) {
-		case "index":
-			if f.first(0) {
-				ch.Index = int(r.integer())
-			}
-		case "text":
-			if f.first(1) {
-				ch.Text = d.text.get(r.str())
-			}
-		case "logprobs":
-			if f.first(2) && !r.null() {
-				r.fail()
-			}
-		case "finish_reason":
-			if f.first(3) {
-				ch.FinishReason = d.finish.get(r.str())
-			}
-		case "stop_reason":
-			if f.first(4) {
-				ch.StopReason = d.stopReason()
-			}
-		case "prompt_logprobs":
-			if f.first(5) && !r.null() {
-				r.fail()
-			}
-		default:
-			f.unknown(key, textChoiceField)
 		}
 	})
 }

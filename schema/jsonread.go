@@ -2,10 +2,10 @@ package schema
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/internal/span"
 )
 
 // jsonReader reads one JSON value held whole in memory, for the chunk
@@ -79,19 +79,7 @@ func (r *jsonReader) null() bool {
 // before its value), which must read the value. null reads as no object;
 // anything else fails.
 func (r *jsonReader) object(member func(key []byte)) {
-	if r.null() {
-		return
-	}
-	if r.ws() != '{' {
-		r.fail()
-		return
-	}
-	r.i++
-	if r.ws() == '}' {
-		r.i++
-		return
-	}
-	for !r.failed {
+	for more := r.open('{', '}'); more && !r.failed; more = r.next('}') {
 		if r.ws() != '"' {
 			r.fail()
 			return
@@ -103,15 +91,6 @@ func (r *jsonReader) object(member func(key []byte)) {
 		}
 		r.i++
 		member(key)
-		switch r.ws() {
-		case ',':
-			r.i++
-		case '}':
-			r.i++
-			return
-		default:
-			r.fail()
-		}
 	}
 }
 
@@ -119,30 +98,44 @@ func (r *jsonReader) object(member func(key []byte)) {
 // before it), which must read it. null reads as no array; anything else
 // fails.
 func (r *jsonReader) array(elem func()) {
-	if r.null() {
-		return
+	for more := r.open('[', ']'); more && !r.failed; more = r.next(']') {
+		elem()
 	}
-	if r.ws() != '[' {
+}
+
+// open starts reading a container that begins with start and ends with
+// end, and reports whether a member comes next. null reads as an empty
+// container; anything else but start fails.
+func (r *jsonReader) open(start, end byte) bool {
+	if r.null() {
+		return false
+	}
+	if r.ws() != start {
 		r.fail()
-		return
+		return false
 	}
 	r.i++
-	if r.ws() == ']' {
+	if r.ws() == end {
 		r.i++
-		return
+		return false
 	}
-	for !r.failed {
-		elem()
-		switch r.ws() {
-		case ',':
-			r.i++
-		case ']':
-			r.i++
-			return
-		default:
-			r.fail()
-		}
+	return true
+}
+
+// next reads what follows a member of a container that ends with end,
+// and reports whether another member comes: true after a comma, false
+// after end; anything else fails.
+func (r *jsonReader) next(end byte) bool {
+	switch r.ws() {
+	case ',':
+		r.i++
+		return true
+	case end:
+		r.i++
+		return false
 	}
+	r.fail()
+	return false
 }
 
 // str reads a string into the bytes of its value, aliasing the input or
@@ -172,7 +165,7 @@ func (r *jsonReader) rawString() (raw []byte, escaped bool) {
 	start := r.i + 1
 	ascii := true
 	for i := start; i < len(r.b); i++ {
-		i += plainSpan(r.b[i:])
+		i += span.Plain(r.b[i:], true)
 		if i == len(r.b) {
 			break
 		}
@@ -196,30 +189,6 @@ func (r *jsonReader) rawString() (raw []byte, escaped bool) {
 	}
 	r.fail()
 	return nil, false
-}
-
-const (
-	swarLo = 0x0101010101010101
-	swarHi = 0x8080808080808080
-)
-
-// plainSpan returns the length of the prefix of b made of printable ASCII
-// bytes other than '"' and '\\', eight bytes at a time.
-func plainSpan(b []byte) int {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q := x ^ (swarLo * '"')
-		e := x ^ (swarLo * '\\')
-		m := ((q - swarLo) &^ q) | ((e - swarLo) &^ e) | ((x - swarLo*0x20) &^ x) | x
-		if m &= swarHi; m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-	}
-	for i < len(b) && 0x20 <= b[i] && b[i] < utf8.RuneSelf && b[i] != '"' && b[i] != '\\' {
-		i++
-	}
-	return i
 }
 
 // unescape appends the unescaped raw string to dst, setting *failed on a
