@@ -56,4 +56,3 @@ func TestScannerMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
-
