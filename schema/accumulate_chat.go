@@ -126,8 +126,7 @@ func (a *ChatAccumulator) add(c *ChatCompletionChunk, owned bool) error {
 			if ch.logprobs == nil {
 				ch.logprobs = new(Logprobs)
 			}
-			ch.logprobs.Content = append(ch.logprobs.Content, lp.Content...)
-			ch.logprobs.Refusal = append(ch.logprobs.Refusal, lp.Refusal...)
+			ch.logprobs.append(lp)
 		}
 		a.core.endChoice(ch, cc.FinishReason, cc.StopReason)
 	}
