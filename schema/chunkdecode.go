@@ -100,15 +100,16 @@ func readInt[T int | int64](f *fields, n int, dst *T) {
 	}
 }
 
-// readList reads field n of f, an array, into *list, which is nil, with
-// elem reading each element into the zero value appended for it. An
-// empty array decodes as an empty list, not nil, as with encoding/json.
+// readList reads field n of f, an array, into *list, which is empty (its
+// storage is reused), with elem reading each element into the zero value
+// appended for it. An empty array decodes as an empty list, not nil, as
+// with encoding/json.
 func readList[T any](f *fields, n int, list *[]T, elem func(*T)) {
 	if !f.first(n) {
 		return
 	}
 	r := f.r
-	if r.ws() == '[' {
+	if *list == nil && r.ws() == '[' {
 		*list = []T{}
 	}
 	r.array(func() {
@@ -117,84 +118,103 @@ func readList[T any](f *fields, n int, list *[]T, elem func(*T)) {
 	})
 }
 
+// members reads an object whose known fields are names, tracked by f,
+// calling member for each key (with the reader before its value); member
+// reads the value of a key it knows and reports whether it did. Other
+// keys are checked and skipped (see fields.unknown).
+//
+// The callbacks of the decoder take no *fields: f would escape through
+// them. They use the one their caller declared.
+func (d *chunkDecoder) members(f *fields, names []string, member func(key []byte) bool) {
+	d.r.object(func(key []byte) {
+		if !member(key) {
+			f.unknown(key, names)
+		}
+	})
+}
+
+// chunkHead points at the fields that chat and text chunks share, other
+// than choices.
+type chunkHead struct {
+	id, object, model, tier, fingerprint *string
+	created                              *int64
+	usage                                **Usage
+}
+
+// decodeChunk decodes data, a chat or text chunk whose fields are names,
+// tracked by f, and reports whether it could: the fields the two share
+// into h, the others (choices among them) with rest, which reads the
+// value of a key it knows and reports whether it did.
+func (d *chunkDecoder) decodeChunk(data []byte, h chunkHead, f *fields, names []string, rest func(key []byte) bool) bool {
+	d.r.reset(data)
+	d.members(f, names, func(key []byte) bool {
+		switch string(key) {
+		case "id":
+			f.str(0, h.id, &d.id)
+		case "object":
+			f.str(1, h.object, &d.object)
+		case "created":
+			readInt(f, 2, h.created)
+		case "model":
+			f.str(3, h.model, &d.model)
+		case "service_tier":
+			f.str(5, h.tier, &d.tier)
+		case "system_fingerprint":
+			f.str(6, h.fingerprint, &d.fingerprint)
+		case "usage":
+			if f.first(7) {
+				*h.usage = d.readUsage()
+			}
+		default:
+			return rest(key)
+		}
+		return true
+	})
+	return d.r.end()
+}
+
 // decodeChat decodes data into c, which must be empty, and reports whether
 // it could.
 func (d *chunkDecoder) decodeChat(data []byte, c *ChatCompletionChunk) bool {
-	r := &d.r
-	r.reset(data)
-	f := fields{r: r}
-	r.object(func(key []byte) {
-		if d.head(key, &f, &c.ID, &c.Object, &c.Created, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Usage) {
-			return
+	h := chunkHead{&c.ID, &c.Object, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Created, &c.Usage}
+	f := fields{r: &d.r}
+	return d.decodeChunk(data, h, &f, headFields, func(key []byte) bool {
+		if string(key) != "choices" {
+			return false
 		}
-		if string(key) == "choices" {
-			readList(&f, 4, &c.Choices, d.chatChoice)
-			return
-		}
-		f.unknown(key, headFields)
+		readList(&f, 4, &c.Choices, d.chatChoice)
+		return true
 	})
-	return r.end()
 }
 
 // decodeText decodes data into c, which must be empty, and reports whether
 // it could.
 func (d *chunkDecoder) decodeText(data []byte, c *TextCompletion) bool {
-	r := &d.r
-	r.reset(data)
-	f := fields{r: r}
-	r.object(func(key []byte) {
-		if d.head(key, &f, &c.ID, &c.Object, &c.Created, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Usage) {
-			return
-		}
+	h := chunkHead{&c.ID, &c.Object, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Created, &c.Usage}
+	f := fields{r: &d.r}
+	return d.decodeChunk(data, h, &f, textHeadFields, func(key []byte) bool {
 		switch string(key) {
 		case "choices":
 			readList(&f, 4, &c.Choices, d.textChoice)
 		case "kv_transfer_params":
 			f.null(8)
 		default:
-			f.unknown(key, textHeadFields)
+			return false
 		}
+		return true
 	})
-	return r.end()
-}
-
-// head reads the member key if it is one of the fields that chat and text
-// chunks share (other than choices), and reports whether it was.
-func (d *chunkDecoder) head(key []byte, f *fields, id, object *string, created *int64, model, tier, fingerprint *string, usage **Usage) bool {
-	switch string(key) {
-	case "id":
-		f.str(0, id, &d.id)
-	case "object":
-		f.str(1, object, &d.object)
-	case "created":
-		readInt(f, 2, created)
-	case "model":
-		f.str(3, model, &d.model)
-	case "service_tier":
-		f.str(5, tier, &d.tier)
-	case "system_fingerprint":
-		f.str(6, fingerprint, &d.fingerprint)
-	case "usage":
-		if f.first(7) {
-			*usage = d.readUsage()
-		}
-	default:
-		return false
-	}
-	return true
 }
 
 // readUsage reads a usage object into the decoder's storage; null reads
 // as nil.
 func (d *chunkDecoder) readUsage() *Usage {
-	r := &d.r
-	if r.null() {
+	if d.r.null() {
 		return nil
 	}
 	d.usage = Usage{}
 	u := &d.usage
-	f := fields{r: r}
-	r.object(func(key []byte) {
+	f := fields{r: &d.r}
+	d.members(&f, usageFields, func(key []byte) bool {
 		switch string(key) {
 		case "prompt_tokens":
 			readInt(&f, 0, &u.PromptTokens)
@@ -203,85 +223,84 @@ func (d *chunkDecoder) readUsage() *Usage {
 		case "total_tokens":
 			readInt(&f, 2, &u.TotalTokens)
 		case "prompt_tokens_details":
-			if f.first(3) && !r.null() {
+			if f.first(3) && !d.r.null() {
 				d.details = PromptTokensDetails{}
 				u.PromptTokensDetails = &d.details
-				g := fields{r: r}
-				r.object(func(key []byte) {
-					if string(key) == "cached_tokens" {
-						readInt(&g, 0, &d.details.CachedTokens)
-						return
+				g := fields{r: &d.r}
+				d.members(&g, detailsFields, func(key []byte) bool {
+					if string(key) != "cached_tokens" {
+						return false
 					}
-					g.unknown(key, detailsFields)
+					readInt(&g, 0, &d.details.CachedTokens)
+					return true
 				})
 			}
 		default:
-			f.unknown(key, usageFields)
+			return false
 		}
+		return true
 	})
 	return u
 }
 
-// choice reads the member key if it is one of the fields that chat and
-// text choices share, and reports whether it was: index, logprobs (only
-// null), finish_reason and stop_reason, numbered 0, 2, 3 and 4 in both.
-func (d *chunkDecoder) choice(key []byte, f *fields, index *int, finish *string, stop *StringOrNumber) bool {
-	switch string(key) {
-	case "index":
-		readInt(f, 0, index)
-	case "logprobs":
-		f.null(2)
-	case "finish_reason":
-		f.str(3, finish, &d.finish)
-	case "stop_reason":
-		if f.first(4) {
-			*stop = d.stopReason()
+// choice reads a chat or text choice whose fields are names, tracked by
+// f: the fields the two share into index, finish and stop (logprobs only
+// as null), the others with rest, which reads the value of a key it knows
+// and reports whether it did.
+func (d *chunkDecoder) choice(f *fields, names []string, index *int, finish *string, stop *StringOrNumber, rest func(key []byte) bool) {
+	d.members(f, names, func(key []byte) bool {
+		switch string(key) {
+		case "index":
+			readInt(f, 0, index)
+		case "logprobs":
+			f.null(2)
+		case "finish_reason":
+			f.str(3, finish, &d.finish)
+		case "stop_reason":
+			if f.first(4) {
+				*stop = d.stopReason()
+			}
+		default:
+			return rest(key)
 		}
-	default:
-		return false
-	}
-	return true
+		return true
+	})
 }
 
 // chatChoice reads one choice of a chat chunk into ch, which is empty.
 func (d *chunkDecoder) chatChoice(ch *ChatChunkChoice) {
-	r := &d.r
-	f := fields{r: r}
-	r.object(func(key []byte) {
-		switch {
-		case d.choice(key, &f, &ch.Index, &ch.FinishReason, &ch.StopReason):
-		case string(key) == "delta":
-			if f.first(1) {
-				d.delta(&ch.Delta)
-			}
-		default:
-			f.unknown(key, chatChoiceField)
+	f := fields{r: &d.r}
+	d.choice(&f, chatChoiceField, &ch.Index, &ch.FinishReason, &ch.StopReason, func(key []byte) bool {
+		if string(key) != "delta" {
+			return false
 		}
+		if f.first(1) {
+			d.delta(&ch.Delta)
+		}
+		return true
 	})
 }
 
 // textChoice reads one choice of a text chunk into ch, which is empty.
 func (d *chunkDecoder) textChoice(ch *TextChoice) {
-	r := &d.r
-	f := fields{r: r}
-	r.object(func(key []byte) {
-		switch {
-		case d.choice(key, &f, &ch.Index, &ch.FinishReason, &ch.StopReason):
-		case string(key) == "text":
+	f := fields{r: &d.r}
+	d.choice(&f, textChoiceField, &ch.Index, &ch.FinishReason, &ch.StopReason, func(key []byte) bool {
+		switch string(key) {
+		case "text":
 			f.str(1, &ch.Text, &d.text)
-		case string(key) == "prompt_logprobs":
+		case "prompt_logprobs":
 			f.null(5)
 		default:
-			f.unknown(key, textChoiceField)
+			return false
 		}
+		return true
 	})
 }
 
 // delta reads the delta of a chat choice into dl, which is empty.
 func (d *chunkDecoder) delta(dl *ChatDelta) {
-	r := &d.r
-	f := fields{r: r}
-	r.object(func(key []byte) {
+	f := fields{r: &d.r}
+	d.members(&f, deltaFields, func(key []byte) bool {
 		switch string(key) {
 		case "role":
 			f.str(0, &dl.Role, &d.role)
@@ -295,10 +314,11 @@ func (d *chunkDecoder) delta(dl *ChatDelta) {
 			f.null(4)
 		case "tool_calls":
 			// Only an empty list decodes here; a tool call fails.
-			readList(&f, 5, &dl.ToolCalls, func(*ToolCallDelta) { r.fail() })
+			readList(&f, 5, &dl.ToolCalls, func(*ToolCallDelta) { d.r.fail() })
 		default:
-			f.unknown(key, deltaFields)
+			return false
 		}
+		return true
 	})
 }
 
