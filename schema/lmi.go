@@ -29,12 +29,7 @@ type Inputs struct {
 
 // MarshalJSON encodes Batch as an array when it is non-nil, else Text as
 // a string.
-func (in Inputs) MarshalJSON() ([]byte, error) {
-	if in.Batch != nil {
-		return json.Marshal(in.Batch)
-	}
-	return json.Marshal(in.Text)
-}
+func (in Inputs) MarshalJSON() ([]byte, error) { return marshalEither(in.Text, in.Batch) }
 
 // UnmarshalJSON accepts a string, an array of strings, or null.
 func (in *Inputs) UnmarshalJSON(b []byte) error {

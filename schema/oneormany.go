@@ -14,6 +14,14 @@ func startsWith(b []byte, c byte) bool {
 	return len(b) > 0 && b[0] == c
 }
 
+// marshalEither encodes list if it is not nil, else one.
+func marshalEither[T, E any](one T, list []E) ([]byte, error) {
+	if list != nil {
+		return json.Marshal(list)
+	}
+	return json.Marshal(one)
+}
+
 // unmarshalEither decodes b into *list if it is an array (an empty array
 // gives an empty list, not nil), else into *one.
 func unmarshalEither[T, E any](b []byte, one *T, list *[]E) error {

@@ -91,12 +91,7 @@ func TextContent(s string) MessageContent { return MessageContent{Text: s} }
 
 // MarshalJSON encodes Parts as an array when non-nil, else Text as a
 // string.
-func (c MessageContent) MarshalJSON() ([]byte, error) {
-	if c.Parts != nil {
-		return json.Marshal(c.Parts)
-	}
-	return json.Marshal(c.Text)
-}
+func (c MessageContent) MarshalJSON() ([]byte, error) { return marshalEither(c.Text, c.Parts) }
 
 // UnmarshalJSON accepts a string, an array of parts, or null.
 func (c *MessageContent) UnmarshalJSON(b []byte) error {
