@@ -176,9 +176,8 @@ func (d *chunkDecoder) decodeChunk(data []byte, h chunkHead, f *fields, names []
 // decodeChat decodes data into c, which must be empty, and reports whether
 // it could.
 func (d *chunkDecoder) decodeChat(data []byte, c *ChatCompletionChunk) bool {
-	h := chunkHead{&c.ID, &c.Object, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Created, &c.Usage}
 	f := fields{r: &d.r}
-	return d.decodeChunk(data, h, &f, headFields, func(key []byte) bool {
+	return d.decodeChunk(data, c.fields(), &f, headFields, func(key []byte) bool {
 		if string(key) != "choices" {
 			return false
 		}
@@ -190,9 +189,8 @@ func (d *chunkDecoder) decodeChat(data []byte, c *ChatCompletionChunk) bool {
 // decodeText decodes data into c, which must be empty, and reports whether
 // it could.
 func (d *chunkDecoder) decodeText(data []byte, c *TextCompletion) bool {
-	h := chunkHead{&c.ID, &c.Object, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Created, &c.Usage}
 	f := fields{r: &d.r}
-	return d.decodeChunk(data, h, &f, textHeadFields, func(key []byte) bool {
+	return d.decodeChunk(data, c.fields(), &f, textHeadFields, func(key []byte) bool {
 		switch string(key) {
 		case "choices":
 			readList(&f, 4, &c.Choices, d.textChoice)
