@@ -298,6 +298,30 @@ func (h *head) merge(c head) {
 	}
 }
 
+// logprobsOf is the pointer type of a log probabilities type L
+// (Logprobs, CompletionLogprobs).
+type logprobsOf[L any] interface {
+	*L
+	clone() *L
+	append(*L)
+}
+
+// mergeLogprobs appends the log probabilities of a chunk's choice, lp
+// (nil if it has none), to those of the choice, *dst, which it creates if
+// needed, copying them unless owned (see core.add).
+func mergeLogprobs[L any, PL logprobsOf[L]](dst *PL, lp PL, owned bool) {
+	if lp == nil {
+		return
+	}
+	if !owned {
+		lp = lp.clone()
+	}
+	if *dst == nil {
+		*dst = new(L)
+	}
+	(*dst).append(lp)
+}
+
 // clearChunk empties the chunk *c, keeping the storage of its choices,
 // the field *choices of *c. encoding/json does not zero the elements it
 // reuses, so they are zeroed here.

@@ -112,15 +112,7 @@ func (a *ChatAccumulator) merge(c *ChatCompletionChunk, owned bool) error {
 			tc.merge(td.ID, td.Type, td.Function)
 			ch.lastCall = index
 		}
-		if lp := cc.Logprobs; lp != nil {
-			if !owned {
-				lp = lp.clone()
-			}
-			if ch.logprobs == nil {
-				ch.logprobs = new(Logprobs)
-			}
-			ch.logprobs.append(lp)
-		}
+		mergeLogprobs(&ch.logprobs, cc.Logprobs, owned)
 		a.core.endChoice(ch, cc.FinishReason, cc.StopReason)
 	}
 	return nil

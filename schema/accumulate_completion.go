@@ -62,15 +62,7 @@ func (a *CompletionAccumulator) merge(c *TextCompletion, owned bool) error {
 			return err
 		}
 		ch.text.WriteString(cc.Text)
-		if lp := cc.Logprobs; lp != nil {
-			if !owned {
-				lp = lp.clone()
-			}
-			if ch.logprobs == nil {
-				ch.logprobs = new(CompletionLogprobs)
-			}
-			ch.logprobs.append(lp)
-		}
+		mergeLogprobs(&ch.logprobs, cc.Logprobs, owned)
 		if cc.PromptLogprobs != nil {
 			ch.prompt = cc.PromptLogprobs
 			if !owned {
