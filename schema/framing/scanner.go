@@ -153,9 +153,8 @@ var scanSteps = [...]scanStep{
 // stepValue starts a value (scIdle, scValue), or ends an array that may
 // be empty (scValueOrEnd).
 func stepValue(s *scanner, b []byte, i int) (int, scanResult) {
-	i, res, ok := nextToken(b, i)
-	if !ok {
-		return i, res
+	if i = skipBlanks(b, i); i == len(b) {
+		return i, scanMore
 	}
 	switch c := b[i]; c {
 	case '"':
@@ -184,6 +183,8 @@ func stepValue(s *scanner, b []byte, i int) (int, scanResult) {
 		return stepDigits(s, b, i+1)
 	case 't', 'f', 'n':
 		return s.startLiteral(b, i)
+	case '\n', '\r':
+		return i, scanLineEnd
 	default:
 		return s.fail(i, "invalid character "+quoteByte(c)+" looking for beginning of value")
 	}
@@ -193,38 +194,42 @@ func stepValue(s *scanner, b []byte, i int) (int, scanResult) {
 // stepKey starts an object key (scKey), or ends an object that may be
 // empty (scKeyOrEnd).
 func stepKey(s *scanner, b []byte, i int) (int, scanResult) {
-	i, res, ok := nextToken(b, i)
-	switch {
-	case !ok:
-		return i, res
-	case b[i] == '"':
-		return s.startKey(b, i+1)
-	case b[i] != '}':
-		return s.fail(i, "expected object key")
-	case s.st == scKey:
-		return s.fail(i, "expected object key after ','")
+	if i = skipBlanks(b, i); i == len(b) {
+		return i, scanMore
 	}
-	return s.closeContainer(i)
+	switch c := b[i]; c {
+	case '"':
+		return s.startKey(b, i+1)
+	case '}':
+		if s.st == scKey {
+			return s.fail(i, "expected object key after ','")
+		}
+		return s.closeContainer(i)
+	case '\n', '\r':
+		return i, scanLineEnd
+	}
+	return s.fail(i, "expected object key")
 }
 
 // stepColon expects the ':' after an object key.
 func stepColon(s *scanner, b []byte, i int) (int, scanResult) {
-	i, res, ok := nextToken(b, i)
-	if !ok {
-		return i, res
+	if i = skipBlanks(b, i); i == len(b) {
+		return i, scanMore
 	}
-	if b[i] != ':' {
-		return s.fail(i, "expected ':' after object key")
+	switch b[i] {
+	case ':':
+		s.st = scValue
+		return i + 1, scanMore
+	case '\n', '\r':
+		return i, scanLineEnd
 	}
-	s.st = scValue
-	return i + 1, scanMore
+	return s.fail(i, "expected ':' after object key")
 }
 
 // stepCommaOrEnd expects what follows a value inside a container.
 func stepCommaOrEnd(s *scanner, b []byte, i int) (int, scanResult) {
-	i, res, ok := nextToken(b, i)
-	if !ok {
-		return i, res
+	if i = skipBlanks(b, i); i == len(b) {
+		return i, scanMore
 	}
 	switch c := b[i]; c {
 	case ',':
@@ -241,6 +246,8 @@ func stepCommaOrEnd(s *scanner, b []byte, i int) (int, scanResult) {
 			return s.fail(i, "mismatched '"+string(c)+"'")
 		}
 		return s.closeContainer(i)
+	case '\n', '\r':
+		return i, scanLineEnd
 	}
 	return s.fail(i, "expected ',' or end of container")
 }
@@ -428,20 +435,6 @@ func (s *scanner) fail(i int, msg string) (int, scanResult) {
 
 // skipBlanks returns the index of the first byte at or after b[i] that is
 // not a space or a tab.
-// nextToken skips the blanks from b[i] on and reports whether a byte of
-// JSON text follows; if not, it returns the result that stops the step:
-// scanMore at the end of b, scanLineEnd at a line end (which the framing
-// interprets).
-func nextToken(b []byte, i int) (int, scanResult, bool) {
-	switch i = skipBlanks(b, i); {
-	case i == len(b):
-		return i, scanMore, false
-	case b[i] == '\n' || b[i] == '\r':
-		return i, scanLineEnd, false
-	}
-	return i, scanMore, true
-}
-
 func skipBlanks(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
 		i++
