@@ -51,9 +51,8 @@ type chunk interface {
 	// chunkDecoder): the chunk must then be cleared and decoded with
 	// encoding/json.
 	decodeFast(d *chunkDecoder, data []byte) bool
-	// fields points at the fields of the chunk that chat and text chunks
-	// share.
-	fields() chunkHead
+	// head returns what the chunk tells of the whole response.
+	head() head
 	// bare reports whether the chunk may be an error payload, which
 	// decodes into a chunk without error, leaving it bare: its object is
 	// "error", or it has no id, choices or usage.
@@ -132,7 +131,7 @@ func (c *core[C, PC, T, PT]) addEvent(ev framing.Event, merge func(chunk PC, own
 // first choice, in index order, whose finish reason in the chunk is
 // "error".
 func (c *core[C, PC, T, PT]) add(chunk PC, owned bool, merge func(chunk PC, owned bool) error) error {
-	c.head.merge(chunk.fields().head())
+	c.head.merge(chunk.head())
 	c.failed = -1
 	if err := merge(chunk, owned); err != nil {
 		return err
@@ -250,18 +249,6 @@ type head struct {
 	tier        string
 	fingerprint string
 	usage       *Usage
-}
-
-// head returns what the chunk whose fields h points at tells of the
-// whole response.
-func (h chunkHead) head() head {
-	return head{*h.id, *h.created, *h.model, *h.tier, *h.fingerprint, *h.usage}
-}
-
-// bare reports whether the chunk whose fields h points at, and which has
-// the given number of choices, may be an error payload (see chunk).
-func (h chunkHead) bare(choices int) bool {
-	return *h.object == "error" || *h.id == "" && choices == 0 && *h.usage == nil
 }
 
 // fill sets the fields of a result that h tells, through the pointers of

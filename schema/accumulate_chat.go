@@ -193,8 +193,10 @@ func (c *ChatCompletionChunk) decodeFast(d *chunkDecoder, data []byte) bool {
 	return d.decodeChat(data, c)
 }
 
-func (c *ChatCompletionChunk) bare() bool { return c.fields().bare(len(c.Choices)) }
+func (c *ChatCompletionChunk) head() head {
+	return head{c.ID, c.Created, c.Model, c.ServiceTier, c.SystemFingerprint, c.Usage}
+}
 
-func (c *ChatCompletionChunk) fields() chunkHead {
-	return chunkHead{&c.ID, &c.Object, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Created, &c.Usage}
+func (c *ChatCompletionChunk) bare() bool {
+	return c.Object == "error" || c.ID == "" && len(c.Choices) == 0 && c.Usage == nil
 }

@@ -90,7 +90,7 @@ func (a *CompletionAccumulator) Complete() bool { return a.core.complete() }
 // changing it does not change later results.
 func (a *CompletionAccumulator) Result() (*TextCompletion, error) {
 	out := TextCompletion{Object: "text_completion", KVTransferParams: cloneJSONObject(a.kv)}
-	a.core.head.fill(out.fields())
+	a.core.head.fill(chunkHead{&out.ID, &out.Object, &out.Model, &out.ServiceTier, &out.SystemFingerprint, &out.Created, &out.Usage})
 	out.Choices = results(&a.core, func(c *textChoice, ch *TextChoice) {
 		ch.Index = c.index
 		ch.Text = c.text.String()
@@ -114,8 +114,10 @@ func (c *TextCompletion) clear() { clearChunk(c, &c.Choices) }
 
 func (c *TextCompletion) decodeFast(d *chunkDecoder, data []byte) bool { return d.decodeText(data, c) }
 
-func (c *TextCompletion) bare() bool { return c.fields().bare(len(c.Choices)) }
+func (c *TextCompletion) head() head {
+	return head{c.ID, c.Created, c.Model, c.ServiceTier, c.SystemFingerprint, c.Usage}
+}
 
-func (c *TextCompletion) fields() chunkHead {
-	return chunkHead{&c.ID, &c.Object, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Created, &c.Usage}
+func (c *TextCompletion) bare() bool {
+	return c.Object == "error" || c.ID == "" && len(c.Choices) == 0 && c.Usage == nil
 }

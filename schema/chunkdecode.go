@@ -77,246 +77,264 @@ func (f *fields) unknown(key []byte, names []string) {
 	f.r.skip()
 }
 
-// str reads field n, a string, into *dst, reusing last's string when it
-// repeats.
-func (f *fields) str(n int, dst *string, last *recent) {
-	if f.first(n) {
-		*dst = last.get(f.r.str())
-	}
-}
-
-// null reads field n, which the decoder handles only as null: any other
-// value fails.
-func (f *fields) null(n int) {
-	if f.first(n) && !f.r.null() {
-		f.r.fail()
-	}
-}
-
-// readInt reads field n of f, an integer, into *dst.
-func readInt[T int | int64](f *fields, n int, dst *T) {
-	if f.first(n) {
-		*dst = T(f.r.integer())
-	}
-}
-
-// readList reads field n of f, an array, into *list, which is empty (its
-// storage is reused), with elem reading each element into the zero value
-// appended for it. An empty array decodes as an empty list, not nil, as
-// with encoding/json.
-func readList[T any](f *fields, n int, list *[]T, elem func(*T)) {
-	if !f.first(n) {
-		return
-	}
-	r := f.r
-	if *list == nil && r.ws() == '[' {
-		*list = []T{}
-	}
-	r.array(func() {
-		*list = append(*list, *new(T))
-		elem(&(*list)[len(*list)-1])
+// decodeChat decodes data into c, which must be empty, and reports whether
+// it could.
+func (d *chunkDecoder) decodeChat(data []byte, c *ChatCompletionChunk) bool {
+	r := &d.r
+	r.reset(data)
+	f := fields{r: r}
+	h := chunkHead{&c.ID, &c.Object, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Created, &c.Usage}
+	r.object(func(key []byte) {
+		if d.head(key, &f, h) {
+			return
+		}
+		if string(key) == "choices" {
+			if f.first(4) {
+				if c.Choices == nil && r.ws() == '[' {
+					c.Choices = []ChatChunkChoice{} // [] decodes as empty, not nil
+				}
+				r.array(func() {
+					c.Choices = append(c.Choices, ChatChunkChoice{})
+					d.chatChoice(&c.Choices[len(c.Choices)-1])
+				})
+			}
+			return
+		}
+		f.unknown(key, headFields)
 	})
+	return r.end()
 }
 
-// members reads an object whose known fields are names, tracked by f,
-// calling member for each key (with the reader before its value); member
-// reads the value of a key it knows and reports whether it did. Other
-// keys are checked and skipped (see fields.unknown).
-//
-// The callbacks of the decoder take no *fields: f would escape through
-// them. They use the one their caller declared.
-func (d *chunkDecoder) members(f *fields, names []string, member func(key []byte) bool) {
-	d.r.object(func(key []byte) {
-		if !member(key) {
-			f.unknown(key, names)
+// decodeText decodes data into c, which must be empty, and reports whether
+// it could.
+func (d *chunkDecoder) decodeText(data []byte, c *TextCompletion) bool {
+	r := &d.r
+	r.reset(data)
+	f := fields{r: r}
+	h := chunkHead{&c.ID, &c.Object, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Created, &c.Usage}
+	r.object(func(key []byte) {
+		if d.head(key, &f, h) {
+			return
+		}
+		switch string(key) {
+		case "choices":
+			if f.first(4) {
+				if c.Choices == nil && r.ws() == '[' {
+					c.Choices = []TextChoice{} // [] decodes as empty, not nil
+				}
+				r.array(func() {
+					c.Choices = append(c.Choices, TextChoice{})
+					d.textChoice(&c.Choices[len(c.Choices)-1])
+				})
+			}
+		case "kv_transfer_params":
+			if f.first(8) && !r.null() {
+				r.fail()
+			}
+		default:
+			f.unknown(key, textHeadFields)
 		}
 	})
+	return r.end()
 }
 
-// chunkHead points at the fields that chat and text chunks share, other
-// than choices.
+// head reads the member key into h if it is one of the fields that chat
+// and text chunks share (other than choices), and reports whether it was.
+func (d *chunkDecoder) head(key []byte, f *fields, h chunkHead) bool {
+	r := f.r
+	switch string(key) {
+	case "id":
+		if f.first(0) {
+			*h.id = d.id.get(r.str())
+		}
+	case "object":
+		if f.first(1) {
+			*h.object = d.object.get(r.str())
+		}
+	case "created":
+		if f.first(2) {
+			*h.created = r.integer()
+		}
+	case "model":
+		if f.first(3) {
+			*h.model = d.model.get(r.str())
+		}
+	case "service_tier":
+		if f.first(5) {
+			*h.tier = d.tier.get(r.str())
+		}
+	case "system_fingerprint":
+		if f.first(6) {
+			*h.fingerprint = d.fingerprint.get(r.str())
+		}
+	case "usage":
+		if f.first(7) {
+			*h.usage = d.readUsage()
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// chunkHead points at the fields that chat and text chunks (and
+// completions) share, other than choices.
 type chunkHead struct {
 	id, object, model, tier, fingerprint *string
 	created                              *int64
 	usage                                **Usage
 }
 
-// decodeChunk decodes data, a chat or text chunk whose fields are names,
-// tracked by f, and reports whether it could: the fields the two share
-// into h, the others (choices among them) with rest, which reads the
-// value of a key it knows and reports whether it did.
-func (d *chunkDecoder) decodeChunk(data []byte, h chunkHead, f *fields, names []string, rest func(key []byte) bool) bool {
-	d.r.reset(data)
-	d.members(f, names, func(key []byte) bool {
-		switch string(key) {
-		case "id":
-			f.str(0, h.id, &d.id)
-		case "object":
-			f.str(1, h.object, &d.object)
-		case "created":
-			readInt(f, 2, h.created)
-		case "model":
-			f.str(3, h.model, &d.model)
-		case "service_tier":
-			f.str(5, h.tier, &d.tier)
-		case "system_fingerprint":
-			f.str(6, h.fingerprint, &d.fingerprint)
-		case "usage":
-			if f.first(7) {
-				*h.usage = d.readUsage()
-			}
-		default:
-			return rest(key)
-		}
-		return true
-	})
-	return d.r.end()
-}
-
-// decodeChat decodes data into c, which must be empty, and reports whether
-// it could.
-func (d *chunkDecoder) decodeChat(data []byte, c *ChatCompletionChunk) bool {
-	f := fields{r: &d.r}
-	return d.decodeChunk(data, c.fields(), &f, headFields, func(key []byte) bool {
-		if string(key) != "choices" {
-			return false
-		}
-		readList(&f, 4, &c.Choices, d.chatChoice)
-		return true
-	})
-}
-
-// decodeText decodes data into c, which must be empty, and reports whether
-// it could.
-func (d *chunkDecoder) decodeText(data []byte, c *TextCompletion) bool {
-	f := fields{r: &d.r}
-	return d.decodeChunk(data, c.fields(), &f, textHeadFields, func(key []byte) bool {
-		switch string(key) {
-		case "choices":
-			readList(&f, 4, &c.Choices, d.textChoice)
-		case "kv_transfer_params":
-			f.null(8)
-		default:
-			return false
-		}
-		return true
-	})
-}
-
 // readUsage reads a usage object into the decoder's storage; null reads
 // as nil.
 func (d *chunkDecoder) readUsage() *Usage {
-	if d.r.null() {
+	r := &d.r
+	if r.null() {
 		return nil
 	}
 	d.usage = Usage{}
-	u := &d.usage
-	f := fields{r: &d.r}
-	d.members(&f, usageFields, func(key []byte) bool {
+	f := fields{r: r}
+	r.object(func(key []byte) {
+		u := &d.usage
 		switch string(key) {
 		case "prompt_tokens":
-			readInt(&f, 0, &u.PromptTokens)
+			if f.first(0) {
+				u.PromptTokens = int(r.integer())
+			}
 		case "completion_tokens":
-			readInt(&f, 1, &u.CompletionTokens)
+			if f.first(1) {
+				u.CompletionTokens = int(r.integer())
+			}
 		case "total_tokens":
-			readInt(&f, 2, &u.TotalTokens)
+			if f.first(2) {
+				u.TotalTokens = int(r.integer())
+			}
 		case "prompt_tokens_details":
-			if f.first(3) && !d.r.null() {
+			if f.first(3) && !r.null() {
 				d.details = PromptTokensDetails{}
 				u.PromptTokensDetails = &d.details
-				g := fields{r: &d.r}
-				d.members(&g, detailsFields, func(key []byte) bool {
-					if string(key) != "cached_tokens" {
-						return false
+				g := fields{r: r}
+				r.object(func(key []byte) {
+					if string(key) == "cached_tokens" {
+						if g.first(0) {
+							d.details.CachedTokens = int(r.integer())
+						}
+						return
 					}
-					readInt(&g, 0, &d.details.CachedTokens)
-					return true
+					g.unknown(key, detailsFields)
 				})
 			}
 		default:
-			return false
+			f.unknown(key, usageFields)
 		}
-		return true
 	})
-	return u
-}
-
-// choice reads a chat or text choice whose fields are names, tracked by
-// f: the fields the two share into index, finish and stop (logprobs only
-// as null), the others with rest, which reads the value of a key it knows
-// and reports whether it did.
-func (d *chunkDecoder) choice(f *fields, names []string, index *int, finish *string, stop *StringOrNumber, rest func(key []byte) bool) {
-	d.members(f, names, func(key []byte) bool {
-		switch string(key) {
-		case "index":
-			readInt(f, 0, index)
-		case "logprobs":
-			f.null(2)
-		case "finish_reason":
-			f.str(3, finish, &d.finish)
-		case "stop_reason":
-			if f.first(4) {
-				*stop = d.stopReason()
-			}
-		default:
-			return rest(key)
-		}
-		return true
-	})
+	return &d.usage
 }
 
 // chatChoice reads one choice of a chat chunk into ch, which is empty.
 func (d *chunkDecoder) chatChoice(ch *ChatChunkChoice) {
-	f := fields{r: &d.r}
-	d.choice(&f, chatChoiceField, &ch.Index, &ch.FinishReason, &ch.StopReason, func(key []byte) bool {
-		if string(key) != "delta" {
-			return false
-		}
-		if f.first(1) {
-			d.delta(&ch.Delta)
-		}
-		return true
-	})
-}
-
-// textChoice reads one choice of a text chunk into ch, which is empty.
-func (d *chunkDecoder) textChoice(ch *TextChoice) {
-	f := fields{r: &d.r}
-	d.choice(&f, textChoiceField, &ch.Index, &ch.FinishReason, &ch.StopReason, func(key []byte) bool {
+	r := &d.r
+	f := fields{r: r}
+	r.object(func(key []byte) {
 		switch string(key) {
-		case "text":
-			f.str(1, &ch.Text, &d.text)
-		case "prompt_logprobs":
-			f.null(5)
+		case "index":
+			if f.first(0) {
+				ch.Index = int(r.integer())
+			}
+		case "delta":
+			if f.first(1) {
+				d.delta(&ch.Delta)
+			}
+		case "logprobs":
+			if f.first(2) && !r.null() {
+				r.fail()
+			}
+		case "finish_reason":
+			if f.first(3) {
+				ch.FinishReason = d.finish.get(r.str())
+			}
+		case "stop_reason":
+			if f.first(4) {
+				ch.StopReason = d.stopReason()
+			}
 		default:
-			return false
+			f.unknown(key, chatChoiceField)
 		}
-		return true
 	})
 }
 
 // delta reads the delta of a chat choice into dl, which is empty.
 func (d *chunkDecoder) delta(dl *ChatDelta) {
-	f := fields{r: &d.r}
-	d.members(&f, deltaFields, func(key []byte) bool {
+	r := &d.r
+	f := fields{r: r}
+	r.object(func(key []byte) {
 		switch string(key) {
 		case "role":
-			f.str(0, &dl.Role, &d.role)
+			if f.first(0) {
+				dl.Role = d.role.get(r.str())
+			}
 		case "content":
-			f.str(1, &dl.Content, &d.text)
+			if f.first(1) {
+				dl.Content = d.text.get(r.str())
+			}
 		case "reasoning_content":
-			f.str(2, &dl.ReasoningContent, &d.text)
+			if f.first(2) {
+				dl.ReasoningContent = d.text.get(r.str())
+			}
 		case "refusal":
-			f.str(3, &dl.Refusal, &d.text)
+			if f.first(3) {
+				dl.Refusal = d.text.get(r.str())
+			}
 		case "function_call":
-			f.null(4)
+			if f.first(4) && !r.null() {
+				r.fail()
+			}
 		case "tool_calls":
-			// Only an empty list decodes here; a tool call fails.
-			readList(&f, 5, &dl.ToolCalls, func(*ToolCallDelta) { d.r.fail() })
+			if f.first(5) {
+				if r.ws() == '[' {
+					dl.ToolCalls = []ToolCallDelta{} // [] decodes as empty, not nil
+				}
+				r.array(r.fail)
+			}
 		default:
-			return false
+			f.unknown(key, deltaFields)
 		}
-		return true
+	})
+}
+
+// textChoice reads one choice of a text chunk into ch, which is empty.
+func (d *chunkDecoder) textChoice(ch *TextChoice) {
+	r := &d.r
+	f := fields{r: r}
+	r.object(func(key []byte) {
+		switch string(key) {
+		case "index":
+			if f.first(0) {
+				ch.Index = int(r.integer())
+			}
+		case "text":
+			if f.first(1) {
+				ch.Text = d.text.get(r.str())
+			}
+		case "logprobs":
+			if f.first(2) && !r.null() {
+				r.fail()
+			}
+		case "finish_reason":
+			if f.first(3) {
+				ch.FinishReason = d.finish.get(r.str())
+			}
+		case "stop_reason":
+			if f.first(4) {
+				ch.StopReason = d.stopReason()
+			}
+		case "prompt_logprobs":
+			if f.first(5) && !r.null() {
+				r.fail()
+			}
+		default:
+			f.unknown(key, textChoiceField)
+		}
 	})
 }
 
