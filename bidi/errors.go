@@ -327,25 +327,11 @@ func sanitizeErrorCode(code string) string {
 	return strings.TrimSpace(code)
 }
 
-// Compile-time checks that every error type implements smithy.APIError.
+// Compile-time checks that the error types not generated from the model
+// implement smithy.APIError (modeled_gen.go checks the modeled ones).
 var (
-	_ smithy.APIError = (*ModelStreamError)(nil)
-	_ smithy.APIError = (*InternalStreamFailure)(nil)
-	_ smithy.APIError = (*ModelError)(nil)
-	_ smithy.APIError = (*InputValidationError)(nil)
-	_ smithy.APIError = (*InternalServerError)(nil)
-	_ smithy.APIError = (*ServiceUnavailableError)(nil)
 	_ smithy.APIError = (*StreamError)(nil)
 	_ smithy.APIError = (*ResponseError)(nil)
-
-	// ResponseError.Error formats every modeled error with the status it
-	// came with.
-	_ modeledFormatter = (*ModelStreamError)(nil)
-	_ modeledFormatter = (*InternalStreamFailure)(nil)
-	_ modeledFormatter = (*ModelError)(nil)
-	_ modeledFormatter = (*InputValidationError)(nil)
-	_ modeledFormatter = (*InternalServerError)(nil)
-	_ modeledFormatter = (*ServiceUnavailableError)(nil)
 )
 
 // StreamRefusedError is the error of a session whose stream the server

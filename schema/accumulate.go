@@ -59,6 +59,12 @@ type chunk interface {
 	bare() bool
 }
 
+// chunkOf is the pointer type of a chunk type C.
+type chunkOf[C any] interface {
+	*C
+	chunk
+}
+
 // choice is a choice the core keeps (*chatChoice, *textChoice): a new one
 // is made by init, and it embeds an ending.
 type choice[T any] interface {
@@ -73,10 +79,7 @@ type choice[T any] interface {
 // index (T, through PT) in the order they appeared, what the chunks tell
 // of the whole response, and whether [DONE] was added. The accumulators
 // merge what is specific to their choices.
-type core[C any, PC interface {
-	*C
-	chunk
-}, T any, PT choice[T]] struct {
+type core[C any, PC chunkOf[C], T any, PT choice[T]] struct {
 	head    head
 	choices []PT
 	done    bool
@@ -110,10 +113,33 @@ func (c *core[C, PC, T, PT]) decode(ev framing.Event) (PC, error) {
 	return p, nil
 }
 
-// begin starts adding a chunk, merging what it tells of the response.
-func (c *core[C, PC, T, PT]) begin(h head) {
-	c.head.merge(h)
+// addEvent adds one event of the stream (see ChatAccumulator.AddEvent):
+// a chunk, which it decodes and adds, or the [DONE] marker.
+func (c *core[C, PC, T, PT]) addEvent(ev framing.Event, merge func(chunk PC, owned bool) error) error {
+	chunk, err := c.decode(ev)
+	if chunk == nil {
+		return err
+	}
+	return c.add(chunk, true, merge)
+}
+
+// add adds a chunk: what it tells of the response, then its choices,
+// which merge merges into the core's (calling choice and endChoice for
+// each). owned says that chunk is the decoding buffer, whose contents the
+// next decoding replaces rather than overwrites, so that merge need not
+// copy them. It returns merge's error, else a [*GenerationError] for the
+// first choice, in index order, whose finish reason in the chunk is
+// "error".
+func (c *core[C, PC, T, PT]) add(chunk PC, owned bool, merge func(chunk PC, owned bool) error) error {
+	c.head.merge(chunk.head())
 	c.failed = -1
+	if err := merge(chunk, owned); err != nil {
+		return err
+	}
+	if c.failed >= 0 {
+		return choiceError(c.failed)
+	}
+	return nil
 }
 
 // choice returns the choice with the given index, adding it if new.
@@ -135,16 +161,6 @@ func (c *core[C, PC, T, PT]) endChoice(ch PT, finish string, stop StringOrNumber
 	}
 }
 
-// finish ends adding a chunk: it returns a [*GenerationError] for the
-// first choice, in index order, whose finish reason in the chunk is
-// "error".
-func (c *core[C, PC, T, PT]) finish() error {
-	if c.failed >= 0 {
-		return choiceError(c.failed)
-	}
-	return nil
-}
-
 // complete reports whether the response ended properly: [DONE] was
 // added, or every choice received its finish reason.
 func (c *core[C, PC, T, PT]) complete() bool {
@@ -161,8 +177,16 @@ func (c *core[C, PC, T, PT]) unfinished() int {
 	return -1
 }
 
-// sorted returns the choices in index order.
-func (c *core[C, PC, T, PT]) sorted() []PT { return sortedByIndex(c.choices) }
+// results returns what Result reports of the choices of the core, in
+// index order: one E per choice, which build fills.
+func results[C any, PC chunkOf[C], T any, PT choice[T], E any](c *core[C, PC, T, PT], build func(from PT, to *E)) []E {
+	sorted := sortedByIndex(c.choices)
+	out := make([]E, len(sorted))
+	for i, ch := range sorted {
+		build(ch, &out[i])
+	}
+	return out
+}
 
 // err returns the error a Result reports: a [*GenerationError] if a
 // choice failed (the first in index order); else nil if the response is
@@ -227,6 +251,13 @@ type head struct {
 	usage       *Usage
 }
 
+// fill sets the fields of a result that h tells, through the pointers of
+// to (whose object it leaves), with a copy of the usage.
+func (h *head) fill(to chunkHead) {
+	*to.id, *to.created, *to.model = h.id, h.created, h.model
+	*to.tier, *to.fingerprint, *to.usage = h.tier, h.fingerprint, cloneUsage(h.usage)
+}
+
 // merge adds what a chunk tells: the id, creation time and model of the
 // first chunk that has them, the service tier and system fingerprint of
 // the last, and a copy of the usage of the last chunk that carries one
@@ -252,6 +283,40 @@ func (h *head) merge(c head) {
 		*details = *d
 		h.usage.PromptTokensDetails = details
 	}
+}
+
+// logprobsOf is the pointer type of a log probabilities type L
+// (Logprobs, CompletionLogprobs).
+type logprobsOf[L any] interface {
+	*L
+	clone() *L
+	append(*L)
+}
+
+// mergeLogprobs appends the log probabilities of a chunk's choice, lp
+// (nil if it has none), to those of the choice, *dst, which it creates if
+// needed, copying them unless owned (see core.add).
+func mergeLogprobs[L any, PL logprobsOf[L]](dst *PL, lp PL, owned bool) {
+	if lp == nil {
+		return
+	}
+	if !owned {
+		lp = lp.clone()
+	}
+	if *dst == nil {
+		*dst = new(L)
+	}
+	(*dst).append(lp)
+}
+
+// clearChunk empties the chunk *c, keeping the storage of its choices,
+// the field *choices of *c. encoding/json does not zero the elements it
+// reuses, so they are zeroed here.
+func clearChunk[C, E any](c *C, choices *[]E) {
+	kept := (*choices)[:cap(*choices)]
+	clear(kept)
+	*c = *new(C)
+	*choices = kept[:0]
 }
 
 // choiceError reports the failure of the choice with the given index of

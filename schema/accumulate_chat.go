@@ -69,11 +69,7 @@ func (t *toolCall) function() FunctionCall {
 // It returns the [*ErrorResponse] of an error payload, decoding errors as
 // [framing.Event.Decode] does, and the errors of AddChunk.
 func (a *ChatAccumulator) AddEvent(ev framing.Event) error {
-	c, err := a.core.decode(ev)
-	if c == nil {
-		return err
-	}
-	return a.add(c, true)
+	return a.core.addEvent(ev, a.merge)
 }
 
 // AddChunk merges one decoded chunk. It keeps no reference to c. It
@@ -81,14 +77,11 @@ func (a *ChatAccumulator) AddEvent(ev framing.Event) error {
 // "error", and an error matching [ErrTooManyChoices] for a chunk that
 // would exceed the limit.
 func (a *ChatAccumulator) AddChunk(c *ChatCompletionChunk) error {
-	return a.add(c, false)
+	return a.core.add(c, false, a.merge)
 }
 
-// add merges c; owned says that c is the decoding buffer, whose contents
-// the next decoding replaces rather than overwrites, so that they need
-// not be copied.
-func (a *ChatAccumulator) add(c *ChatCompletionChunk, owned bool) error {
-	a.core.begin(c.head())
+// merge merges the choices of c (see core.add).
+func (a *ChatAccumulator) merge(c *ChatCompletionChunk, owned bool) error {
 	for i := range c.Choices {
 		cc := &c.Choices[i]
 		ch, err := a.core.choice(cc.Index)
@@ -119,19 +112,10 @@ func (a *ChatAccumulator) add(c *ChatCompletionChunk, owned bool) error {
 			tc.merge(td.ID, td.Type, td.Function)
 			ch.lastCall = index
 		}
-		if lp := cc.Logprobs; lp != nil {
-			if !owned {
-				lp = lp.clone()
-			}
-			if ch.logprobs == nil {
-				ch.logprobs = new(Logprobs)
-			}
-			ch.logprobs.Content = append(ch.logprobs.Content, lp.Content...)
-			ch.logprobs.Refusal = append(ch.logprobs.Refusal, lp.Refusal...)
-		}
+		mergeLogprobs(&ch.logprobs, cc.Logprobs, owned)
 		a.core.endChoice(ch, cc.FinishReason, cc.StopReason)
 	}
-	return a.core.finish()
+	return nil
 }
 
 // toolIndex returns the index of the tool call that a delta without an
@@ -171,13 +155,9 @@ func (a *ChatAccumulator) Complete() bool { return a.core.complete() }
 // completion shares no memory with the accumulator: chunks added later
 // do not change it, and changing it does not change later results.
 func (a *ChatAccumulator) Result() (*ChatCompletion, error) {
-	h := &a.core.head
-	out := ChatCompletion{ID: h.id, Object: "chat.completion", Created: h.created, Model: h.model,
-		ServiceTier: h.tier, SystemFingerprint: h.fingerprint, Usage: cloneUsage(h.usage)}
-	sorted := a.core.sorted()
-	out.Choices = make([]ChatChoice, len(sorted))
-	for i, c := range sorted {
-		ch := &out.Choices[i]
+	out := ChatCompletion{Object: "chat.completion"}
+	a.core.head.fill(chunkHead{&out.ID, &out.Object, &out.Model, &out.ServiceTier, &out.SystemFingerprint, &out.Created, &out.Usage})
+	out.Choices = results(&a.core, func(c *chatChoice, ch *ChatChoice) {
 		ch.Index = c.index
 		ch.FinishReason = c.finish
 		ch.StopReason = c.stop
@@ -198,7 +178,7 @@ func (a *ChatAccumulator) Result() (*ChatCompletion, error) {
 				m.ToolCalls[j] = ToolCall{ID: t.id, Type: t.typ, Function: t.function()}
 			}
 		}
-	}
+	})
 	return &out, a.core.err()
 }
 
@@ -207,11 +187,7 @@ func (a *ChatAccumulator) Reset() { a.core.reset() }
 
 // The methods of ChatCompletionChunk as the core's decoding buffer.
 
-func (c *ChatCompletionChunk) clear() {
-	kept := c.Choices[:cap(c.Choices)]
-	clear(kept) // encoding/json does not zero reused elements
-	*c = ChatCompletionChunk{Choices: kept[:0]}
-}
+func (c *ChatCompletionChunk) clear() { clearChunk(c, &c.Choices) }
 
 func (c *ChatCompletionChunk) decodeFast(d *chunkDecoder, data []byte) bool {
 	return d.decodeChat(data, c)

@@ -35,11 +35,7 @@ type textChoice struct {
 // It returns the [*ErrorResponse] of an error payload, decoding errors as
 // [framing.Event.Decode] does, and the errors of AddChunk.
 func (a *CompletionAccumulator) AddEvent(ev framing.Event) error {
-	c, err := a.core.decode(ev)
-	if c == nil {
-		return err
-	}
-	return a.add(c, true)
+	return a.core.addEvent(ev, a.merge)
 }
 
 // AddChunk merges one decoded chunk. It keeps no reference to c. It
@@ -47,14 +43,12 @@ func (a *CompletionAccumulator) AddEvent(ev framing.Event) error {
 // "error", and an error matching [ErrTooManyChoices] for a chunk that
 // would exceed the limit.
 func (a *CompletionAccumulator) AddChunk(c *TextCompletion) error {
-	return a.add(c, false)
+	return a.core.add(c, false, a.merge)
 }
 
-// add merges c; owned says that c is the decoding buffer, whose contents
-// the next decoding replaces rather than overwrites, so that they need
-// not be copied.
-func (a *CompletionAccumulator) add(c *TextCompletion, owned bool) error {
-	a.core.begin(c.head())
+// merge merges the choices of c, and its KV transfer parameters (see
+// core.add).
+func (a *CompletionAccumulator) merge(c *TextCompletion, owned bool) error {
 	if c.KVTransferParams != nil {
 		a.kv = c.KVTransferParams
 		if !owned {
@@ -68,15 +62,7 @@ func (a *CompletionAccumulator) add(c *TextCompletion, owned bool) error {
 			return err
 		}
 		ch.text.WriteString(cc.Text)
-		if lp := cc.Logprobs; lp != nil {
-			if !owned {
-				lp = lp.clone()
-			}
-			if ch.logprobs == nil {
-				ch.logprobs = new(CompletionLogprobs)
-			}
-			ch.logprobs.append(lp)
-		}
+		mergeLogprobs(&ch.logprobs, cc.Logprobs, owned)
 		if cc.PromptLogprobs != nil {
 			ch.prompt = cc.PromptLogprobs
 			if !owned {
@@ -85,7 +71,7 @@ func (a *CompletionAccumulator) add(c *TextCompletion, owned bool) error {
 		}
 		a.core.endChoice(ch, cc.FinishReason, cc.StopReason)
 	}
-	return a.core.finish()
+	return nil
 }
 
 // Done reports whether the [DONE] marker was added.
@@ -103,20 +89,16 @@ func (a *CompletionAccumulator) Complete() bool { return a.core.complete() }
 // memory with the accumulator: chunks added later do not change it, and
 // changing it does not change later results.
 func (a *CompletionAccumulator) Result() (*TextCompletion, error) {
-	h := &a.core.head
-	out := TextCompletion{ID: h.id, Object: "text_completion", Created: h.created, Model: h.model,
-		ServiceTier: h.tier, SystemFingerprint: h.fingerprint, Usage: cloneUsage(h.usage), KVTransferParams: cloneJSONObject(a.kv)}
-	sorted := a.core.sorted()
-	out.Choices = make([]TextChoice, len(sorted))
-	for i, c := range sorted {
-		ch := &out.Choices[i]
+	out := TextCompletion{Object: "text_completion", KVTransferParams: cloneJSONObject(a.kv)}
+	a.core.head.fill(chunkHead{&out.ID, &out.Object, &out.Model, &out.ServiceTier, &out.SystemFingerprint, &out.Created, &out.Usage})
+	out.Choices = results(&a.core, func(c *textChoice, ch *TextChoice) {
 		ch.Index = c.index
 		ch.Text = c.text.String()
 		ch.FinishReason = c.finish
 		ch.StopReason = c.stop
 		ch.PromptLogprobs = clonePromptLogprobs(c.prompt)
 		ch.Logprobs = c.logprobs.clone()
-	}
+	})
 	return &out, a.core.err()
 }
 
@@ -128,15 +110,9 @@ func (a *CompletionAccumulator) Reset() {
 
 // The methods of TextCompletion as the core's decoding buffer.
 
-func (c *TextCompletion) clear() {
-	kept := c.Choices[:cap(c.Choices)]
-	clear(kept) // encoding/json does not zero reused elements
-	*c = TextCompletion{Choices: kept[:0]}
-}
+func (c *TextCompletion) clear() { clearChunk(c, &c.Choices) }
 
-func (c *TextCompletion) decodeFast(d *chunkDecoder, data []byte) bool {
-	return d.decodeText(data, c)
-}
+func (c *TextCompletion) decodeFast(d *chunkDecoder, data []byte) bool { return d.decodeText(data, c) }
 
 func (c *TextCompletion) head() head {
 	return head{c.ID, c.Created, c.Model, c.ServiceTier, c.SystemFingerprint, c.Usage}

@@ -83,8 +83,9 @@ func (d *chunkDecoder) decodeChat(data []byte, c *ChatCompletionChunk) bool {
 	r := &d.r
 	r.reset(data)
 	f := fields{r: r}
+	h := chunkHead{&c.ID, &c.Object, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Created, &c.Usage}
 	r.object(func(key []byte) {
-		if d.head(key, &f, &c.ID, &c.Object, &c.Created, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Usage) {
+		if d.head(key, &f, h) {
 			return
 		}
 		if string(key) == "choices" {
@@ -110,8 +111,9 @@ func (d *chunkDecoder) decodeText(data []byte, c *TextCompletion) bool {
 	r := &d.r
 	r.reset(data)
 	f := fields{r: r}
+	h := chunkHead{&c.ID, &c.Object, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Created, &c.Usage}
 	r.object(func(key []byte) {
-		if d.head(key, &f, &c.ID, &c.Object, &c.Created, &c.Model, &c.ServiceTier, &c.SystemFingerprint, &c.Usage) {
+		if d.head(key, &f, h) {
 			return
 		}
 		switch string(key) {
@@ -136,43 +138,51 @@ func (d *chunkDecoder) decodeText(data []byte, c *TextCompletion) bool {
 	return r.end()
 }
 
-// head reads the member key if it is one of the fields that chat and text
-// chunks share (other than choices), and reports whether it was.
-func (d *chunkDecoder) head(key []byte, f *fields, id, object *string, created *int64, model, tier, fingerprint *string, usage **Usage) bool {
+// head reads the member key into h if it is one of the fields that chat
+// and text chunks share (other than choices), and reports whether it was.
+func (d *chunkDecoder) head(key []byte, f *fields, h chunkHead) bool {
 	r := f.r
 	switch string(key) {
 	case "id":
 		if f.first(0) {
-			*id = d.id.get(r.str())
+			*h.id = d.id.get(r.str())
 		}
 	case "object":
 		if f.first(1) {
-			*object = d.object.get(r.str())
+			*h.object = d.object.get(r.str())
 		}
 	case "created":
 		if f.first(2) {
-			*created = r.integer()
+			*h.created = r.integer()
 		}
 	case "model":
 		if f.first(3) {
-			*model = d.model.get(r.str())
+			*h.model = d.model.get(r.str())
 		}
 	case "service_tier":
 		if f.first(5) {
-			*tier = d.tier.get(r.str())
+			*h.tier = d.tier.get(r.str())
 		}
 	case "system_fingerprint":
 		if f.first(6) {
-			*fingerprint = d.fingerprint.get(r.str())
+			*h.fingerprint = d.fingerprint.get(r.str())
 		}
 	case "usage":
 		if f.first(7) {
-			*usage = d.readUsage()
+			*h.usage = d.readUsage()
 		}
 	default:
 		return false
 	}
 	return true
+}
+
+// chunkHead points at the fields that chat and text chunks (and
+// completions) share, other than choices.
+type chunkHead struct {
+	id, object, model, tier, fingerprint *string
+	created                              *int64
+	usage                                **Usage
 }
 
 // readUsage reads a usage object into the decoder's storage; null reads

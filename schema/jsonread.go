@@ -79,19 +79,7 @@ func (r *jsonReader) null() bool {
 // before its value), which must read the value. null reads as no object;
 // anything else fails.
 func (r *jsonReader) object(member func(key []byte)) {
-	if r.null() {
-		return
-	}
-	if r.ws() != '{' {
-		r.fail()
-		return
-	}
-	r.i++
-	if r.ws() == '}' {
-		r.i++
-		return
-	}
-	for !r.failed {
+	for more := r.open('{', '}'); more && !r.failed; more = r.next('}') {
 		if r.ws() != '"' {
 			r.fail()
 			return
@@ -103,15 +91,6 @@ func (r *jsonReader) object(member func(key []byte)) {
 		}
 		r.i++
 		member(key)
-		switch r.ws() {
-		case ',':
-			r.i++
-		case '}':
-			r.i++
-			return
-		default:
-			r.fail()
-		}
 	}
 }
 
@@ -119,30 +98,44 @@ func (r *jsonReader) object(member func(key []byte)) {
 // before it), which must read it. null reads as no array; anything else
 // fails.
 func (r *jsonReader) array(elem func()) {
-	if r.null() {
-		return
+	for more := r.open('[', ']'); more && !r.failed; more = r.next(']') {
+		elem()
 	}
-	if r.ws() != '[' {
+}
+
+// open starts reading a container that begins with start and ends with
+// end, and reports whether a member comes next. null reads as an empty
+// container; anything else but start fails.
+func (r *jsonReader) open(start, end byte) bool {
+	if r.null() {
+		return false
+	}
+	if r.ws() != start {
 		r.fail()
-		return
+		return false
 	}
 	r.i++
-	if r.ws() == ']' {
+	if r.ws() == end {
 		r.i++
-		return
+		return false
 	}
-	for !r.failed {
-		elem()
-		switch r.ws() {
-		case ',':
-			r.i++
-		case ']':
-			r.i++
-			return
-		default:
-			r.fail()
-		}
+	return true
+}
+
+// next reads what follows a member of a container that ends with end,
+// and reports whether another member comes: true after a comma, false
+// after end; anything else fails.
+func (r *jsonReader) next(end byte) bool {
+	switch r.ws() {
+	case ',':
+		r.i++
+		return true
+	case end:
+		r.i++
+		return false
 	}
+	r.fail()
+	return false
 }
 
 // str reads a string into the bytes of its value, aliasing the input or

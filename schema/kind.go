@@ -96,14 +96,12 @@ func DetectKind(data []byte) Kind {
 		return KindError
 	case present(p.Choices):
 		return choicesKind(p.Choices)
-	case present(p.Token):
-		return KindLMIStreamLine
-	case present(p.GeneratedText):
-		return KindLMIResponse
-	case present(p.Outputs):
-		return KindDynamicBatchOutput
 	}
-	return KindUnknown
+	return firstPresent(
+		member{p.Token, KindLMIStreamLine},
+		member{p.GeneratedText, KindLMIResponse},
+		member{p.Outputs, KindDynamicBatchOutput},
+	)
 }
 
 // choicesKind tells the kind from the first choice's members.
@@ -116,13 +114,27 @@ func choicesKind(raw json.RawMessage) Kind {
 	if json.Unmarshal(raw, &choices) != nil || len(choices) == 0 {
 		return KindUnknown
 	}
-	switch c := choices[0]; {
-	case present(c.Delta):
-		return KindChatChunk
-	case present(c.Message):
-		return KindChatCompletion
-	case present(c.Text):
-		return KindTextCompletion
+	c := &choices[0]
+	return firstPresent(
+		member{c.Delta, KindChatChunk},
+		member{c.Message, KindChatCompletion},
+		member{c.Text, KindTextCompletion},
+	)
+}
+
+// member is a member of a payload and the kind its presence tells.
+type member struct {
+	raw  json.RawMessage
+	kind Kind
+}
+
+// firstPresent returns the kind of the first of members that is present,
+// or KindUnknown.
+func firstPresent(members ...member) Kind {
+	for _, m := range members {
+		if present(m.raw) {
+			return m.kind
+		}
 	}
 	return KindUnknown
 }

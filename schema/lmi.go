@@ -1,9 +1,6 @@
 package schema
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "encoding/json"
 
 // This file holds the LMI (Large Model Inference container) payloads of
 // seed 001: requests, responses, stream lines, the TGI-compatible array
@@ -32,22 +29,12 @@ type Inputs struct {
 
 // MarshalJSON encodes Batch as an array when it is non-nil, else Text as
 // a string.
-func (in Inputs) MarshalJSON() ([]byte, error) {
-	if in.Batch != nil {
-		return json.Marshal(in.Batch)
-	}
-	return json.Marshal(in.Text)
-}
+func (in Inputs) MarshalJSON() ([]byte, error) { return marshalEither(in.Text, in.Batch) }
 
 // UnmarshalJSON accepts a string, an array of strings, or null.
 func (in *Inputs) UnmarshalJSON(b []byte) error {
 	*in = Inputs{}
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) > 0 && b[0] == '[' {
-		in.Batch = []string{}
-		return json.Unmarshal(b, &in.Batch)
-	}
-	return json.Unmarshal(b, &in.Text)
+	return unmarshalEither(b, &in.Text, &in.Batch)
 }
 
 // GenerationParameters are the LMI decoding parameters: those every
@@ -161,18 +148,7 @@ type Details struct {
 // UnmarshalJSON decodes d, accepting "finish reason" for finish_reason.
 func (d *Details) UnmarshalJSON(b []byte) error {
 	type plain Details
-	var w struct {
-		plain
-		Spaced *string `json:"finish reason"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*d = Details(w.plain)
-	if d.FinishReason == "" && w.Spaced != nil {
-		d.FinishReason = *w.Spaced
-	}
-	return nil
+	return unmarshalFinishReason(b, (*plain)(d), &d.FinishReason)
 }
 
 // BestOfSequence is one of the other sequences generated when best_of or
@@ -191,16 +167,30 @@ type BestOfSequence struct {
 // UnmarshalJSON decodes s, accepting "finish reason" for finish_reason.
 func (s *BestOfSequence) UnmarshalJSON(b []byte) error {
 	type plain BestOfSequence
-	var w struct {
-		plain
-		Spaced *string `json:"finish reason"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	return unmarshalFinishReason(b, (*plain)(s), &s.FinishReason)
+}
+
+// unmarshalFinishReason decodes b into *v, which it replaces whole, and
+// then, if the finish reason *finish (a field of *v) is empty, reads it
+// from the "finish reason" member, if any. P is a type without methods,
+// so that decoding it does not call back into UnmarshalJSON.
+func unmarshalFinishReason[P any](b []byte, v *P, finish *string) error {
+	var p P
+	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
-	*s = BestOfSequence(w.plain)
-	if s.FinishReason == "" && w.Spaced != nil {
-		s.FinishReason = *w.Spaced
+	*v = p
+	if *finish != "" {
+		return nil
+	}
+	var spaced struct {
+		FinishReason *string `json:"finish reason"`
+	}
+	if err := json.Unmarshal(b, &spaced); err != nil {
+		return err
+	}
+	if spaced.FinishReason != nil {
+		*finish = *spaced.FinishReason
 	}
 	return nil
 }
@@ -231,16 +221,7 @@ type LMIResponses []LMIResponse
 
 // UnmarshalJSON accepts an array of responses or a single response.
 func (rs *LMIResponses) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) > 0 && b[0] == '{' {
-		var r LMIResponse
-		if err := json.Unmarshal(b, &r); err != nil {
-			return err
-		}
-		*rs = LMIResponses{r}
-		return nil
-	}
-	return json.Unmarshal(b, (*[]LMIResponse)(rs))
+	return unmarshalList(b, '{', (*[]LMIResponse)(rs))
 }
 
 // LMIStreamLine is one line of an LMI rolling-batch stream (JSON Lines or

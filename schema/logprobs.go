@@ -1,10 +1,5 @@
 package schema
 
-import (
-	"bytes"
-	"encoding/json"
-)
-
 // Logprobs is the log probability information of a chat choice. It
 // decodes both shapes servers send: an object with "content" (OpenAI,
 // vLLM) and an array of such objects (LMI, seed 002), whose entries it
@@ -20,15 +15,13 @@ type Logprobs struct {
 func (l *Logprobs) UnmarshalJSON(b []byte) error {
 	type plain Logprobs
 	*l = Logprobs{}
-	return unmarshalOneOrMany(b, func(b []byte) error {
-		var one plain
-		if err := json.Unmarshal(b, &one); err != nil {
-			return err
-		}
-		l.Content = append(l.Content, one.Content...)
-		l.Refusal = append(l.Refusal, one.Refusal...)
-		return nil
-	})
+	return unmarshalConcat(b, func(one *plain) { l.append((*Logprobs)(one)) })
+}
+
+// append adds the entries of m after those of l.
+func (l *Logprobs) append(m *Logprobs) {
+	l.Content = append(l.Content, m.Content...)
+	l.Refusal = append(l.Refusal, m.Refusal...)
 }
 
 // TokenLogprob is the log probability of one generated token.
@@ -73,14 +66,7 @@ type CompletionLogprobs struct {
 func (l *CompletionLogprobs) UnmarshalJSON(b []byte) error {
 	type plain CompletionLogprobs
 	*l = CompletionLogprobs{}
-	return unmarshalOneOrMany(b, func(b []byte) error {
-		var one plain
-		if err := json.Unmarshal(b, &one); err != nil {
-			return err
-		}
-		l.append((*CompletionLogprobs)(&one))
-		return nil
-	})
+	return unmarshalConcat(b, func(one *plain) { l.append((*CompletionLogprobs)(one)) })
 }
 
 // append adds the entries of m after those of l.
@@ -99,29 +85,4 @@ type PromptLogprob struct {
 	Rank int `json:"rank"`
 	// DecodedToken is the token's text.
 	DecodedToken string `json:"decoded_token"`
-}
-
-// unmarshalOneOrMany calls one for b, or for each element of b if b is an
-// array. null calls nothing.
-func unmarshalOneOrMany(b []byte, one func([]byte) error) error {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) == 0 || b[0] != '[' {
-		if string(b) == "null" {
-			return nil
-		}
-		return one(b)
-	}
-	var many []json.RawMessage
-	if err := json.Unmarshal(b, &many); err != nil {
-		return err
-	}
-	for _, m := range many {
-		if string(m) == "null" {
-			continue
-		}
-		if err := one(m); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,9 +1,6 @@
 package schema
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "encoding/json"
 
 // This file holds the OpenAI-compatible chat payloads of seeds 002 and 004:
 // the request, the completion and the streamed chunk.
@@ -62,16 +59,7 @@ type StopSequences []string
 
 // UnmarshalJSON accepts a string, an array of strings, or null.
 func (s *StopSequences) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) > 0 && b[0] == '"' {
-		var one string
-		if err := json.Unmarshal(b, &one); err != nil {
-			return err
-		}
-		*s = StopSequences{one}
-		return nil
-	}
-	return json.Unmarshal(b, (*[]string)(s))
+	return unmarshalList(b, '"', (*[]string)(s))
 }
 
 // ChatMessage is a message of a chat request.
@@ -103,22 +91,12 @@ func TextContent(s string) MessageContent { return MessageContent{Text: s} }
 
 // MarshalJSON encodes Parts as an array when non-nil, else Text as a
 // string.
-func (c MessageContent) MarshalJSON() ([]byte, error) {
-	if c.Parts != nil {
-		return json.Marshal(c.Parts)
-	}
-	return json.Marshal(c.Text)
-}
+func (c MessageContent) MarshalJSON() ([]byte, error) { return marshalEither(c.Text, c.Parts) }
 
 // UnmarshalJSON accepts a string, an array of parts, or null.
 func (c *MessageContent) UnmarshalJSON(b []byte) error {
 	*c = MessageContent{}
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) > 0 && b[0] == '[' {
-		c.Parts = []ContentPart{}
-		return json.Unmarshal(b, &c.Parts)
-	}
-	return json.Unmarshal(b, &c.Text)
+	return unmarshalEither(b, &c.Text, &c.Parts)
 }
 
 // ContentPart is one part of multimodal content.

@@ -34,11 +34,9 @@ func appendEvent(b []byte, e *Event) []byte {
 		}
 		b = appendStr(b, "type", typ)
 		b = appendStr(b, "state", state)
-		b = append(b, `,"size":`...)
-		b = strconv.AppendInt(b, int64(e.Size), 10)
+		b = strconv.AppendInt(appendKey(b, "size"), int64(e.Size), 10)
 		if e.Padding >= 0 {
-			b = append(b, `,"pad":`...)
-			b = strconv.AppendInt(b, int64(e.Padding), 10)
+			b = strconv.AppendInt(appendKey(b, "pad"), int64(e.Padding), 10)
 		}
 		if e.Redacted {
 			b = append(b, `,"redacted":true`...)
@@ -68,10 +66,7 @@ func appendStr(b []byte, name, value string) []byte {
 	if value == "" {
 		return b
 	}
-	b = append(b, ',', '"')
-	b = append(b, name...)
-	b = append(b, '"', ':')
-	return appendQuoted(b, value)
+	return appendQuoted(appendKey(b, name), value)
 }
 
 // appendInt appends ,"name":value unless value is 0.
@@ -79,10 +74,14 @@ func appendInt(b []byte, name string, value int) []byte {
 	if value == 0 {
 		return b
 	}
+	return strconv.AppendInt(appendKey(b, name), int64(value), 10)
+}
+
+// appendKey appends ,"name": (name needs no escaping).
+func appendKey(b []byte, name string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
-	b = append(b, '"', ':')
-	return strconv.AppendInt(b, int64(value), 10)
+	return append(b, '"', ':')
 }
 
 const hexDigits = "0123456789abcdef"

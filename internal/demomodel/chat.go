@@ -129,29 +129,44 @@ type usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
-// chunk is one chat.completion.chunk event, fields in the order
-// OpenAI-compatible servers write them.
-type chunk struct {
-	ID      string        `json:"id"`
-	Object  string        `json:"object"`
-	Created int64         `json:"created"`
-	Model   string        `json:"model"`
-	Choices []chunkChoice `json:"choices"`
-	Usage   *usage        `json:"usage,omitempty"`
+// completion is a chat.completion object, or one chat.completion.chunk
+// event, fields in the order OpenAI-compatible servers write them.
+type completion struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	Model   string   `json:"model"`
+	Choices []choice `json:"choices"`
+	Usage   *usage   `json:"usage,omitempty"`
 }
 
-type chunkChoice struct {
-	Index        int     `json:"index"`
-	Delta        delta   `json:"delta"`
-	Logprobs     any     `json:"logprobs"`
-	FinishReason *string `json:"finish_reason"`
-	StopReason   *string `json:"stop_reason"`
+// choice holds the message of a chat.completion, or the delta of a
+// chunk; the reasons are null until the last chunk.
+type choice struct {
+	Index        int      `json:"index"`
+	Delta        *delta   `json:"delta,omitempty"`
+	Message      *message `json:"message,omitempty"`
+	Logprobs     any      `json:"logprobs"`
+	FinishReason *string  `json:"finish_reason"`
+	StopReason   *string  `json:"stop_reason"`
 }
 
 type delta struct {
 	Role             string  `json:"role,omitempty"`
 	Content          *string `json:"content,omitempty"`
 	ReasoningContent *string `json:"reasoning_content,omitempty"`
+}
+
+type message struct {
+	Role             string `json:"role"`
+	Content          string `json:"content"`
+	ReasoningContent string `json:"reasoning_content"`
+}
+
+// head returns the object with c's id, creation time and model, and one
+// choice.
+func (c *Completion) head(object string, ch choice) completion {
+	return completion{ID: c.id, Object: object, Created: c.created, Model: c.model, Choices: []choice{ch}}
 }
 
 // Events returns the streamed answer as SSE events ("data: {...}\n\n"): a
@@ -161,10 +176,7 @@ type delta struct {
 func (c *Completion) Events() [][]byte {
 	evs := make([][]byte, 0, len(c.reasoning)+len(c.content)+3)
 	add := func(d delta, final bool) {
-		ch := chunk{
-			ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
-			Choices: []chunkChoice{{Delta: d}},
-		}
+		ch := c.head("chat.completion.chunk", choice{Delta: &d})
 		if final {
 			stop := "stop"
 			ch.Choices[0].FinishReason = &stop
@@ -198,37 +210,16 @@ func sseEvent(v any) []byte {
 
 // Message returns the non-streamed answer, a chat.completion object.
 func (c *Completion) Message() []byte {
-	type message struct {
-		Role             string `json:"role"`
-		Content          string `json:"content"`
-		ReasoningContent string `json:"reasoning_content"`
-	}
-	type choice struct {
-		Index        int     `json:"index"`
-		Message      message `json:"message"`
-		Logprobs     any     `json:"logprobs"`
-		FinishReason string  `json:"finish_reason"`
-		StopReason   *string `json:"stop_reason"`
-	}
-	v := struct {
-		ID      string   `json:"id"`
-		Object  string   `json:"object"`
-		Created int64    `json:"created"`
-		Model   string   `json:"model"`
-		Choices []choice `json:"choices"`
-		Usage   usage    `json:"usage"`
-	}{
-		ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model,
-		Choices: []choice{{
-			Message: message{
-				Role:             "assistant",
-				Content:          strings.Join(c.content, ""),
-				ReasoningContent: strings.Join(c.reasoning, ""),
-			},
-			FinishReason: "stop",
-		}},
-		Usage: c.usage,
-	}
+	stop := "stop"
+	v := c.head("chat.completion", choice{
+		Message: &message{
+			Role:             "assistant",
+			Content:          strings.Join(c.content, ""),
+			ReasoningContent: strings.Join(c.reasoning, ""),
+		},
+		FinishReason: &stop,
+	})
+	v.Usage = &c.usage
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic("demomodel: marshal Completion: " + err.Error())

@@ -418,32 +418,30 @@ func stepDigits(s *scanner, b []byte, i int) (int, scanResult) {
 
 // stepDot expects the first digit of a fraction.
 func stepDot(s *scanner, b []byte, i int) (int, scanResult) {
-	if !isDigit(b[i]) {
-		return s.fail(i, "expected digit after decimal point")
-	}
-	s.st = scFrac
-	return i + 1, scanMore
+	return s.expectDigit(b, i, scFrac, "expected digit after decimal point")
 }
 
 // stepExp expects the sign or first digit of an exponent.
 func stepExp(s *scanner, b []byte, i int) (int, scanResult) {
-	switch c := b[i]; {
-	case c == '+' || c == '-':
+	if c := b[i]; c == '+' || c == '-' {
 		s.st = scExpSign
-	case isDigit(c):
-		s.st = scExpDigits
-	default:
-		return s.fail(i, "expected digit in exponent")
+		return i + 1, scanMore
 	}
-	return i + 1, scanMore
+	return stepExpSign(s, b, i)
 }
 
 // stepExpSign expects the first digit of an exponent after its sign.
 func stepExpSign(s *scanner, b []byte, i int) (int, scanResult) {
+	return s.expectDigit(b, i, scExpDigits, "expected digit in exponent")
+}
+
+// expectDigit expects a digit at b[i], and then goes on in state next;
+// msg describes the error otherwise.
+func (s *scanner) expectDigit(b []byte, i int, next scanState, msg string) (int, scanResult) {
 	if !isDigit(b[i]) {
-		return s.fail(i, "expected digit in exponent")
+		return s.fail(i, msg)
 	}
-	s.st = scExpDigits
+	s.st = next
 	return i + 1, scanMore
 }
 

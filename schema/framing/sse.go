@@ -115,13 +115,8 @@ func (f *framer) sseLineStart(p []byte, eof bool, off int64) (int, bool, error) 
 			f.state = lnSkip
 			return 0, false, nil
 		}
-		known, more := knownField(p, eof)
-		if more {
-			return 0, true, ErrNeedInput
-		}
-		if !known {
-			f.state = lnValue
-			return 0, false, nil
+		if other, err := f.otherLine(p, eof, lnValue); other || err != nil {
+			return 0, err != nil, err
 		}
 		return f.sseField(p, eof, off)
 	}
@@ -387,13 +382,8 @@ func trimBlanks(b []byte) []byte {
 // the whole line.
 func (f *framer) sseField(p []byte, eof bool, off int64) (int, bool, error) {
 	if f.resyncing {
-		known, more := knownField(p, eof)
-		if more {
-			return 0, true, ErrNeedInput
-		}
-		if !known {
-			f.state = lnSkip
-			return 0, false, nil
+		if other, err := f.otherLine(p, eof, lnSkip); other || err != nil {
+			return 0, err != nil, err
 		}
 	}
 	// The line may come in many pieces: search each byte only once.
@@ -454,6 +444,21 @@ func (f *framer) sseField(p []byte, eof bool, off int64) (int, bool, error) {
 	}
 	f.resyncing = false
 	return j, false, nil
+}
+
+// otherLine reports whether the line p is none of the fields that
+// knownField knows, and then makes st the state of the rest of the line.
+// It returns ErrNeedInput when p is too short to tell.
+func (f *framer) otherLine(p []byte, eof bool, st lineState) (bool, error) {
+	known, more := knownField(p, eof)
+	switch {
+	case more:
+		return false, ErrNeedInput
+	case known:
+		return false, nil
+	}
+	f.state = st
+	return true, nil
 }
 
 // knownField reports whether line p starts with the name of a field other

@@ -51,37 +51,25 @@ func ChatText(n int) (reasoning, content string) {
 
 // ChatSSE returns n chunks as standard SSE (a blank line after each
 // event) followed by "data: [DONE]".
-func ChatSSE(n int) []byte {
-	var b bytes.Buffer
-	for i := range n {
-		b.WriteString("data: ")
-		b.WriteString(ChatChunk(i, n))
-		b.WriteString("\n\n")
-	}
-	b.WriteString("data: [DONE]\n\n")
-	return b.Bytes()
-}
+func ChatSSE(n int) []byte { return chatLines(n, "data: ", "\n\n", "data: [DONE]\n\n") }
 
 // ChatSSECompact returns n chunks as SSE without blank lines, the way
 // seed 004 shows them, followed by "data: [DONE]".
-func ChatSSECompact(n int) []byte {
-	var b bytes.Buffer
-	for i := range n {
-		b.WriteString("data: ")
-		b.WriteString(ChatChunk(i, n))
-		b.WriteString("\n")
-	}
-	b.WriteString("data: [DONE]\n")
-	return b.Bytes()
-}
+func ChatSSECompact(n int) []byte { return chatLines(n, "data: ", "\n", "data: [DONE]\n") }
 
 // ChatJSONL returns n chunks as JSON Lines.
-func ChatJSONL(n int) []byte {
+func ChatJSONL(n int) []byte { return chatLines(n, "", "\n", "") }
+
+// chatLines returns the n chunks of a chat stream, each between prefix
+// and suffix, followed by last.
+func chatLines(n int, prefix, suffix, last string) []byte {
 	var b bytes.Buffer
 	for i := range n {
+		b.WriteString(prefix)
 		b.WriteString(ChatChunk(i, n))
-		b.WriteByte('\n')
+		b.WriteString(suffix)
 	}
+	b.WriteString(last)
 	return b.Bytes()
 }
 
