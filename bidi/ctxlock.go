@@ -63,15 +63,25 @@ func (l *ctxLock) lockSlow(ctx context.Context, stop1, stop2 <-chan struct{}) er
 		if l.held.CompareAndSwap(false, true) {
 			return nil
 		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-stop1:
-			return errLockStopped
-		case <-stop2:
-			return errLockStopped
+		if err := awaitWake(ctx, wake, stop1, stop2); err != nil {
+			return err
 		}
+	}
+}
+
+// awaitWake waits for a receive from wake. It returns nil then; ctx's
+// error if ctx ends first; errLockStopped if stop1 or stop2 (either may be
+// nil) is closed first.
+func awaitWake(ctx context.Context, wake, stop1, stop2 <-chan struct{}) error {
+	select {
+	case <-wake:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stop1:
+		return errLockStopped
+	case <-stop2:
+		return errLockStopped
 	}
 }
 
@@ -136,14 +146,8 @@ func (p *sendPipe) takeTurn(ctx context.Context, t *turn, stop1, stop2 <-chan st
 		}
 		wait := p.waitLocked()
 		p.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-stop1:
-			return errLockStopped
-		case <-stop2:
-			return errLockStopped
+		if err := awaitWake(ctx, wait, stop1, stop2); err != nil {
+			return err
 		}
 	}
 }
