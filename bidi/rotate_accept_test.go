@@ -285,7 +285,15 @@ func TestRotationPacedAudioTwoHours(t *testing.T) {
 	spread := anchorSpread(t, log.events, srv.Streams(), clocks)
 	mu.Unlock()
 	back := log.checkTimeline(t, 20*time.Millisecond+spread)
-	if streams := len(srv.Streams()); streams != len(log.events)+1 || int(preambles.Load()) != streams || int(finishes.Load()) != len(log.events) {
+	// A rotation that began as the call ended leaves one stream more:
+	// its successor was opened and sent its Preamble, then closed unused.
+	all := srv.Streams()
+	want := len(log.events) + 1
+	if len(all) == want+1 && onlyText(all[len(all)-1], "config") {
+		t.Logf("a rotation begun as the call ended was abandoned")
+		want++
+	}
+	if streams := len(all); streams != want || int(preambles.Load()) != streams || int(finishes.Load()) != len(log.events) {
 		t.Errorf("%d streams, %d rotations, %d preambles, %d finishes", streams, len(log.events), preambles.Load(), finishes.Load())
 	}
 	// Each stream's messages begin with its Preamble's answer, and those
@@ -308,6 +316,13 @@ func TestRotationPacedAudioTwoHours(t *testing.T) {
 	t.Logf("%d frames in %v, %d rotations; reply gap at rotations: largest %v, median %v; steady state p90 %v (ratios %.2f, %.2f); timeline steps back at most %v (anchoring spread %v)",
 		frames, log.elapsed.Round(time.Millisecond), len(log.events), atRot.Round(time.Microsecond), median.Round(time.Microsecond), steady.Round(time.Microsecond),
 		float64(atRot)/float64(steady), float64(median)/float64(steady), back, spread.Round(time.Microsecond))
+}
+
+// onlyText reports whether st received nothing but the UTF-8 text want
+// (once, or not yet when the stream was closed).
+func onlyText(st *biditest.Stream, want string) bool {
+	parts := st.Received()
+	return len(parts) == 0 || len(parts) == 1 && parts[0].Type == bidi.DataTypeUTF8 && parts[0].Complete && string(parts[0].Data) == want
 }
 
 // anchorSpread returns the largest difference between two streams' anchoring

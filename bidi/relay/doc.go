@@ -102,7 +102,9 @@
 // per connection on fast links, outside the process's memory; a server
 // that wants less sets SO_SNDBUF on the connections its listener accepts.
 //
-// Sizing a server. With the default 8 KiB queues, a thousand clients
+// Sizing a server. With the default 8 KiB queues to the clients (the
+// queues toward the model hold nothing while the models keep up), a
+// thousand clients
 // that never read (every queue to them full) keep about 37 MiB live and
 // 4,000 goroutines (20 MiB of stacks): the relay's queues 8 MiB, its
 // connections and calls about 5 MiB and three of each call's four

@@ -19,17 +19,25 @@ const (
 	// request. A larger message closes the connection with 1009.
 	DefaultMaxMessageSize = 64 << 10
 
-	// DefaultQueueBytes bounds each of a call's two queues (client to
-	// model, model to client): 8 KiB, a quarter of a second of 16 kHz
-	// 16-bit mono audio (12 frames of 20 ms with the per-message charge).
-	// Audio held longer behind a peer that does not keep up is delay a
-	// listener hears, and the queue comes after what the peer's own
-	// buffers hold (the kernel's socket send buffer before a client; the
-	// session's flow-control window before the model). At this bound a
-	// thousand clients that stop reading hold 8 MiB of queued replies.
-	// A queue takes a message while it holds less than its bound, so it
-	// holds at most the bound plus one message.
+	// DefaultQueueBytes bounds a call's queue toward its client: 8 KiB, a
+	// quarter of a second of 16 kHz 16-bit mono audio (12 frames of 20 ms
+	// with the per-message charge). Audio held longer behind a client
+	// that does not keep up is delay a listener hears, and the queue
+	// comes after what the kernel's socket send buffer holds. At this
+	// bound a thousand clients that stop reading hold 8 MiB of queued
+	// replies. A queue takes a message while it holds less than its
+	// bound, so it holds at most the bound plus one message.
 	DefaultQueueBytes = 8 << 10
+
+	// DefaultToModelQueueBytes bounds a call's queue toward the model:
+	// 32 KiB, a second of that audio. It fills only while the model's
+	// session does not take input: while a rotating session replaces a
+	// stream that ended early (Send waits for the successor's open and
+	// replay) or a burst from the client meets a planned rotation; a
+	// second rides out a reconnect where a quarter of one would close
+	// the call (1008, or drop audio, as Overflow says). It costs nothing
+	// while empty.
+	DefaultToModelQueueBytes = 32 << 10
 
 	// DefaultMaxClients caps the calls one Handler relays at once.
 	DefaultMaxClients = 4096
@@ -146,7 +154,7 @@ type Options struct {
 	MaxMessageSize int64
 
 	// ToModelQueueBytes and ToClientQueueBytes bound a call's queues. 0
-	// means DefaultQueueBytes. A queue counts each message as its length
+	// means DefaultToModelQueueBytes and DefaultQueueBytes. A queue counts each message as its length
 	// plus a fixed overhead (64 bytes), so that empty messages are bounded
 	// too, and is full once it holds its bound: it then holds at most the
 	// bound plus one message. A queue's memory is one buffer, grown in
@@ -236,7 +244,7 @@ func (o *Options) resolved() Options {
 		r.MaxMessageSize = DefaultMaxMessageSize
 	}
 	if r.ToModelQueueBytes <= 0 {
-		r.ToModelQueueBytes = DefaultQueueBytes
+		r.ToModelQueueBytes = DefaultToModelQueueBytes
 	}
 	if r.ToClientQueueBytes <= 0 {
 		r.ToClientQueueBytes = DefaultQueueBytes

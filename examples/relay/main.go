@@ -76,7 +76,7 @@ Example: relay -addr localhost:8080 -endpoint my-endpoint -region us-west-2
 	fs.StringVar(&o.sample, "sample", "", "audio `file` served as /sample.EXT for /?src=sample.EXT: raw 16 kHz s16le mono PCM if EXT is pcm, else any format the browser decodes, e.g. -sample speech.wav")
 	fs.StringVar(&o.origins, "origins", "", "comma-separated `hosts` whose pages may connect besides this one, e.g. -origins app.example.com")
 	fs.StringVar(&o.token, "token", "", "a `secret` clients must pass as ?token=, standing in for the application's own authorisation, e.g. -token s3cret")
-	fs.IntVar(&o.queue, "queue-bytes", 0, "`bytes` each direction of a call may queue before the oldest audio frames are dropped (0: the relay's default, 8 KiB: a quarter of a second of audio), e.g. -queue-bytes 32768")
+	fs.IntVar(&o.queue, "queue-bytes", 0, "`bytes` each direction of a call may queue before the oldest audio frames are dropped (0: the relay's defaults, 32 KiB toward the model and 8 KiB toward the client), e.g. -queue-bytes 32768")
 	fs.Int64Var(&o.memMiB, "memory-limit", 0, "soft memory limit of the process in `MiB` (runtime/debug.SetMemoryLimit; 0 leaves GOMEMLIMIT's), a little under the server's budget: the garbage collector then works harder instead of letting the heap reach twice what is live, e.g. -memory-limit 60")
 	fs.DurationVar(&o.rotate, "rotate", 0, "replace the model's stream after this `age` (0: bidi's default, under the 30-minute cap), e.g. -rotate 10m")
 	return fs, o
