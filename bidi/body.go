@@ -230,6 +230,17 @@ func (p *sendPipe) enqueueFramed(part *wire.Part, size int) (<-chan struct{}, er
 	return nil, nil
 }
 
+// backlog returns how many bytes of queued parts the writer has yet to
+// take.
+func (p *sendPipe) backlog() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.framed {
+		return p.waitingFramed()
+	}
+	return len(p.q) - p.start(p.sent)
+}
+
 // waitingFramed returns how many bytes of the queue the writer has yet
 // to take, in framed mode. p.mu is held.
 func (p *sendPipe) waitingFramed() int {

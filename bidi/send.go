@@ -280,7 +280,10 @@ func (s *Session) flowStall(err error) error {
 	}
 	st := a.st
 	unread := st.Buffered()
-	if unread == 0 || !st.SendBlocked() {
+	// The window may open for a moment (the model reads a little more)
+	// just as the wait ends: half a queue still waiting for the writer
+	// says the request is held back all the same.
+	if unread == 0 || !st.SendBlocked() && s.pipe.backlog() < sendQueueBytes/2 {
 		return err
 	}
 	return fmt.Errorf("bidi: Send waited on HTTP/2 flow control: the model takes no more while %d bytes of its replies are unread (call Recv while sending): %w", unread, err)
