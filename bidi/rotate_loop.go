@@ -225,18 +225,10 @@ func (rs *RotatingSession) recoverOld(failed *generation, failures *int) bool {
 		next.sess.Close()
 		return false
 	}
-	ev := RotationEvent{
-		From: g.n, To: next.n, Reason: RotationOverlapFault, Err: failed.endErr(),
-		Start: StreamStart{Time: next.started, Offset: next.started.Sub(rs.began), Messages: rs.sent.Load(), Bytes: rs.sentBytes},
-	}
-	rs.replayTo(next, failed.endAt, &ev)
-	failed.recovered = true
-	next.event = ev
-	rs.cur = next
-	rs.gen.Store(int64(next.n))
+	ev := rs.rotationEvent(g, next, RotationOverlapFault)
+	rs.replayFailed(next, failed, &ev)
+	rs.makeCurrent(g, next, ev, nil)
 	rs.sendLock.Unlock()
-	rs.settle(g, next)
-	rs.startPump(next, nil)
 	rs.mu.Lock()
 	rs.olds = append(rs.olds, next)
 	rs.mu.Unlock()
@@ -399,15 +391,7 @@ func (rs *RotatingSession) install(g, next *generation, reason RotationReason, f
 	if reason != RotationEarlyEnd && g.over() {
 		reason, g.endAt = RotationEarlyEnd, time.Now()
 	}
-	ev := RotationEvent{
-		From: g.n, To: next.n, Reason: reason,
-		Start: StreamStart{
-			Time:     next.started,
-			Offset:   next.started.Sub(rs.began),
-			Messages: rs.sent.Load(),
-			Bytes:    rs.sentBytes,
-		},
-	}
+	ev := rs.rotationEvent(g, next, reason)
 	var after <-chan struct{}
 	switch reason {
 	case RotationEarlyEnd:
@@ -418,16 +402,44 @@ func (rs *RotatingSession) install(g, next *generation, reason RotationReason, f
 		}
 		rs.replayTo(next, g.endAt, &ev)
 	case RotationOverlapFault:
-		ev.Err = failed.endErr()
-		rs.replayTo(next, failed.endAt, &ev)
-		failed.recovered = true
+		rs.replayFailed(next, failed, &ev)
 	}
+	rs.makeCurrent(g, next, ev, after)
+	return reason, true
+}
+
+// rotationEvent returns the event of next replacing g for reason, next's
+// start placed on the call's timeline. The send lock is held.
+func (rs *RotatingSession) rotationEvent(g, next *generation, reason RotationReason) RotationEvent {
+	return RotationEvent{
+		From: g.n, To: next.n, Reason: reason,
+		Start: StreamStart{
+			Time:     next.started,
+			Offset:   next.started.Sub(rs.began),
+			Messages: rs.sent.Load(),
+			Bytes:    rs.sentBytes,
+		},
+	}
+}
+
+// replayFailed sends next the replay window from the end of failed, a
+// stream that failed while it finished, records it in ev and marks failed
+// as replaced. The send lock is held.
+func (rs *RotatingSession) replayFailed(next, failed *generation, ev *RotationEvent) {
+	ev.Err = failed.endErr()
+	rs.replayTo(next, failed.endAt, ev)
+	failed.recovered = true
+}
+
+// makeCurrent makes next, with its event ev, the stream Send sends to and
+// the one that follows g, and starts its pump (held back until after is
+// closed, if not nil). The send lock is held.
+func (rs *RotatingSession) makeCurrent(g, next *generation, ev RotationEvent, after <-chan struct{}) {
 	next.event = ev
 	rs.cur = next
 	rs.gen.Store(int64(next.n))
 	rs.settle(g, next)
 	rs.startPump(next, after)
-	return reason, true
 }
 
 // lockBoundary takes the send lock outside a message begun with
