@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/aws/smithy-go/logging"
 
@@ -151,7 +152,7 @@ func (s *Session) unlockRecv() { s.pipe.releaseTurn(&s.recvTurn) }
 // attempt's: attempt.dec), and nobody else decodes: bytes that no Recv
 // takes stay in the stream's buffer, within its HTTP/2 receive window.
 // The end of the stream reaches Send without Recv as the engine reports
-// it (watch): Send then reports that the stream ended and Recv, once it
+// it (watchEnd): Send then reports that the stream ended and Recv, once it
 // gets there, why. A Recv waiting for bytes waits on Session.recvWake,
 // which the stream's notify function and the session's end signal.
 
@@ -353,18 +354,38 @@ func (s *Session) streamEnded(err error) recvItem {
 	return recvItem{err: err}
 }
 
-// watch is the session goroutine's last job once the model answered
-// (attempt a): it waits for the engine to report the stream over (every
-// byte of it buffered, its end or error known), and then ends the send
-// side with a stand-in that Recv replaces with the reason once it decodes
-// it (see streamOver); then it waits for the session to end.
-func (s *Session) watch(a *attempt) {
-	select {
-	case <-a.st.Done():
-		s.streamOver(a.st.Err())
-		<-s.ctx.Done()
-	case <-s.ctx.Done():
+// watchEnd is the run goroutine's last job once the model answered
+// (attempt a), and it takes no goroutine: the stream's notify function,
+// which the engine calls once the stream is over (every byte of it
+// buffered, its end or error known), ends the send side with a stand-in
+// that Recv replaces with the reason once it decodes it (see streamOver);
+// the session's end aborts a and ends the session's telemetry
+// (context.AfterFunc). The notify function runs on the connection's read
+// loop with no engine lock held, and takes only pipe.mu (streamOver), in
+// the documented lock order.
+func (s *Session) watchEnd(a *attempt) {
+	var over atomic.Bool
+	check := func() {
+		select {
+		case <-a.st.Done():
+			if over.CompareAndSwap(false, true) && s.ctx.Err() == nil {
+				s.streamOver(a.st.Err())
+			}
+		default:
+		}
 	}
+	wake := s.recvWake
+	a.st.SetNotify(func() {
+		signal(wake)
+		check()
+	})
+	check() // the stream may have been over before SetNotify
+	context.AfterFunc(s.ctx, func() {
+		a.abort()
+		if s.obs != nil {
+			s.obs.end(s.endCause())
+		}
+	})
 }
 
 // streamOver ends the send side once the response stream is over, before

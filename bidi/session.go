@@ -64,12 +64,13 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 //
 // Lifetime: a session ends when the service ends the stream, when it
 // fails, when the context given to Open is cancelled, or when Close is
-// called. A session runs one goroutine of its own (it waits for the
-// response, retries the open when allowed, then waits for the stream's
-// end); its request body is written by its connection's shared writer,
-// so an idle session costs that one goroutine. Close or the cancellation
-// unblocks every pending Send, Recv and Response, resets the HTTP/2 stream
-// and makes that goroutine exit. After a failure, Send and Recv return
+// called. A session runs one goroutine of its own while it opens (it
+// waits for the response and retries the open when allowed) and none once
+// the model answered: its request body is written by its connection's
+// shared writer and its response read by the connection's read loop, so
+// an idle session costs no goroutine. Close or the cancellation unblocks
+// every pending Send, Recv and Response, resets the HTTP/2 stream and
+// makes the opening goroutine, if any, exit. After a failure, Send and Recv return
 // the cause: a typed error such as [*ResponseError] or [*ModelStreamError],
 // or an error wrapping io.ErrUnexpectedEOF or matching [ErrDeadPeer]; Recv
 // returns io.EOF only when the service ended the stream cleanly.
@@ -271,17 +272,19 @@ func (s *Session) sessionErr() error {
 var errCannotReplay = errors.New("bidi: cannot resend the request: more than ReplayLimit bytes were sent")
 
 // run sends the request, retries the open on transient errors, publishes
-// the response headers and the stream Recv reads, and then watches for
-// the stream's end (watchEnd). It is the session's own goroutine.
+// the response headers and the stream Recv reads, and leaves the answered
+// attempt to watchEnd. It is the session's own goroutine while it opens;
+// it exits once the model answered or the session ended.
 func (s *Session) run(a *attempt) {
 	defer func() {
-		if a != nil { // nil when nextAttempt failed the session
-			a.abort()
+		if a == nil { // nextAttempt failed the session, or watchEnd took a
+			return
+		}
+		a.abort()
+		if s.obs != nil {
+			s.obs.end(s.endCause())
 		}
 	}()
-	if s.obs != nil {
-		defer func() { s.obs.end(s.endCause()) }()
-	}
 	for {
 		s.obs.attempt()
 		resp, err := a.roundTrip(s)
@@ -336,7 +339,8 @@ func (s *Session) run(a *attempt) {
 		if s.c.logOn {
 			s.logf(logging.Debug, "bidi: session with endpoint %q answered: HTTP %d after %d attempt(s)", s.input.EndpointName, resp.StatusCode, a.n)
 		}
-		s.watch(a)
+		s.watchEnd(a)
+		a = nil // watchEnd ends it with the session
 		return
 	}
 }

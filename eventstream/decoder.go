@@ -64,7 +64,6 @@ type Decoder struct {
 	discarded int     // payload length discarded by the last Decode
 	reuse     int     // 1 + size class of the buffer last given back, or 0
 	pooled    *[]byte // bufferPools handle of buf, if buf is pooled
-	small     []byte  // the buffer kept while idle
 }
 
 // Peeker is a reader that can lend the bytes it has buffered. A
@@ -220,34 +219,46 @@ func (d *Decoder) truncated(err error) error {
 	return err
 }
 
-// Shrink gives the decoder's buffer back to a shared pool if it is larger
-// than the small one an idle decoder keeps and holds no unread input, so
-// that a decoder waiting between messages holds little memory whatever it
-// carried before; a message decoded in a [Peeker]'s lent bytes is
-// discarded from the reader. The Message last returned by Decode is
-// invalid after it. A decoder reading from a blocking source does this
-// itself before it waits; one reading from a non-blocking source (see
-// [ErrWouldBlock]) may call Shrink once the caller is done with the
-// message.
+// Shrink gives the decoder's buffer back to a shared pool if it holds no
+// unread input, so that a decoder waiting between messages holds no buffer
+// and no reference to what it decoded, whatever it carried before; a
+// message decoded in a [Peeker]'s lent bytes is discarded from the reader.
+// The Message last returned by Decode is invalid after it. A decoder
+// reading from a blocking source gives a large buffer back itself before
+// it waits; one reading from a non-blocking source (see [ErrWouldBlock])
+// may call Shrink once the caller is done with the message.
 func (d *Decoder) Shrink() {
 	d.discardLent()
-	if d.start != d.end || len(d.buf) <= keepBufferLen {
+	if d.start != d.end {
 		return
 	}
-	// The last message aliases the buffer: drop every reference to it,
-	// header values beyond the slice's length included, or it would
-	// outlive its pool.
-	h := d.msg.Headers[:cap(d.msg.Headers)]
-	clear(h)
-	d.msg.Headers, d.msg.Payload = h[:0], nil
-	d.reuse, _ = bufferClass(len(d.buf))
-	d.reuse++
-	d.putBuffer()
-	if d.small == nil {
-		d.small = make([]byte, minBufferLen)
+	d.dropMessage()
+	if len(d.buf) > keepBufferLen {
+		d.reuse, _ = bufferClass(len(d.buf))
+		d.reuse++
 	}
-	d.buf, d.start, d.end = d.small, 0, 0
+	d.putBuffer()
+	d.buf, d.start, d.end = nil, 0, 0
 }
+
+// dropMessage drops every reference the last message holds to the buffer
+// or to the reader's lent bytes (its payload and its header values,
+// those beyond the slice's length included), so that neither outlives
+// its pool while the decoder waits.
+func (d *Decoder) dropMessage() {
+	if h := d.msg.Headers; cap(h) <= maxKeptHeaders {
+		clear(h[:cap(h)])
+		d.msg.Headers = h[:0]
+	} else {
+		d.msg.Headers = nil
+	}
+	d.msg.Payload = nil
+}
+
+// maxKeptHeaders is the largest header slice an idle decoder keeps for
+// reuse; a larger one (a message with many headers) is dropped rather
+// than cleared after every message.
+const maxKeptHeaders = 32
 
 // Discarded returns the length of the payload the last Decode skipped
 // (see DecoderOptions.DiscardPayloadsOver), or 0.
@@ -344,11 +355,13 @@ func (d *Decoder) fill(n int) error {
 		d.start = 0
 	}
 	// Nothing buffered and a large buffer: give it back before a read
-	// that may block for long, and read into the decoder's own small
-	// buffer, so that an idle decoder holds minBufferLen, whatever it
-	// carried before. A large message later takes a pooled buffer of the
-	// same class again (grow).
-	d.Shrink()
+	// that may block for long, and read into a small one, so that a
+	// decoder waiting in Read holds minBufferLen, whatever it carried
+	// before. A large message later takes a pooled buffer of the same
+	// class again (grow).
+	if d.start == d.end && len(d.buf) > keepBufferLen {
+		d.Shrink()
+	}
 	for empty := 0; d.end-d.start < n; {
 		if d.end == len(d.buf) {
 			d.grow(n)
@@ -407,9 +420,9 @@ func (d *Decoder) grow(n int) {
 	d.buf, d.pooled = nb, np
 }
 
-// keepBufferLen is the largest buffer a decoder keeps while it waits for
-// input (its own small one); larger ones go back to bufferPools between
-// messages.
+// keepBufferLen is the largest buffer a decoder keeps while it waits in a
+// blocking Read; larger ones go back to bufferPools first. Shrink gives
+// back any buffer.
 const keepBufferLen = minBufferLen
 
 // bufferPools holds decoder buffers larger than keepBufferLen by size
@@ -436,11 +449,19 @@ func bufferClass(size int) (int, bool) {
 	return 0, false
 }
 
+// smallBuffers holds the minBufferLen buffers that decoders read small
+// messages into, so that an idle decoder holds none.
+var smallBuffers = sync.Pool{New: func() any { b := make([]byte, minBufferLen); return &b }}
+
 // getBuffer returns a buffer of at least size bytes and, for a pooled
 // size class, the pool's handle for it.
 func getBuffer(size int) ([]byte, *[]byte) {
+	if size <= minBufferLen {
+		p := smallBuffers.Get().(*[]byte)
+		return *p, p
+	}
 	i, ok := bufferClass(size)
-	if size <= keepBufferLen || !ok {
+	if !ok {
 		return make([]byte, size), nil
 	}
 	if p, ok := bufferPools[i].Get().(*[]byte); ok {
@@ -451,13 +472,17 @@ func getBuffer(size int) ([]byte, *[]byte) {
 	return *p, p
 }
 
-// putBuffer gives d's pooled buffer, if any, back to its size class.
+// putBuffer gives d's pooled buffer, if any, back to its pool.
 func (d *Decoder) putBuffer() {
 	if d.pooled == nil {
 		return
 	}
-	i, _ := bufferClass(len(*d.pooled))
-	bufferPools[i].Put(d.pooled)
+	if len(*d.pooled) == minBufferLen {
+		smallBuffers.Put(d.pooled)
+	} else {
+		i, _ := bufferClass(len(*d.pooled))
+		bufferPools[i].Put(d.pooled)
+	}
 	d.pooled = nil
 }
 

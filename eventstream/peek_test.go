@@ -150,12 +150,51 @@ func TestDecoderPeekerInPlace(t *testing.T) {
 	if _, err := d.Decode(); err != ErrWouldBlock {
 		t.Fatalf("nothing more lent: %v, want ErrWouldBlock", err)
 	}
-	if l.reads > 0 || d.buf != nil || d.small != nil {
+	if l.reads > 0 || d.buf != nil {
 		t.Fatalf("decoded in place, yet %d Reads copied bytes and the decoder holds a %d-byte buffer", l.reads, len(d.buf))
 	}
 	l.block = false
 	if _, err := d.Decode(); err != io.EOF {
 		t.Fatalf("at the end: %v, want io.EOF", err)
+	}
+}
+
+// TestShrinkHoldsNothing checks that a decoder waiting between messages
+// after Shrink holds no buffer and no reference to the bytes its last
+// message was decoded from, whether they were the lender's (in place) or
+// its own (a message cut between two lends): an idle stream keeps neither
+// the lender's chunk nor a buffer alive.
+func TestShrinkHoldsNothing(t *testing.T) {
+	m := Message{Headers: Headers{{Name: ":event-type", Value: StringValue("PayloadPart")}, {Name: "b", Value: BytesValue([]byte("bytes"))}}, Payload: bytes.Repeat([]byte{3}, 640)}
+	frame, err := AppendMessage(nil, &m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, span := range []int{1 << 20, len(frame) / 2} { // whole in one lend; cut in two
+		l := newLender(t, frame, span)
+		d := NewDecoder(l)
+		got, err := d.Decode()
+		for err == ErrWouldBlock {
+			got, err = d.Decode()
+		}
+		if err != nil || !bytes.Equal(got.Payload, m.Payload) {
+			t.Fatalf("span %d: %v", span, err)
+		}
+		d.Shrink()
+		if d.buf != nil || d.pooled != nil {
+			t.Fatalf("span %d: the decoder holds a %d-byte buffer after Shrink", span, len(d.buf))
+		}
+		if d.msg.Payload != nil {
+			t.Fatalf("span %d: the last payload is still referenced after Shrink", span)
+		}
+		for i, h := range d.msg.Headers[:cap(d.msg.Headers)] {
+			if h.Name != "" || h.Value.Bytes != nil {
+				t.Fatalf("span %d: header %d (%q) still referenced after Shrink", span, i, h.Name)
+			}
+		}
+		if l.pos != len(frame) {
+			t.Fatalf("span %d: %d of %d bytes taken from the lender", span, l.pos, len(frame))
+		}
 	}
 }
 
