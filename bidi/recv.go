@@ -134,9 +134,18 @@ func ownedCopy(b []byte) []byte {
 		return nil
 	}
 	c := make([]byte, len(b))
-	copy(c, b)
+	for i := 0; i < len(b); i += copyChunk {
+		copy(c[i:], b[i:min(i+copyChunk, len(b))])
+	}
 	return c
 }
+
+// copyChunk is the most bytes ownedCopy moves in one copy. A copy is one
+// call the scheduler cannot preempt; between calls it can, so that a
+// garbage collection waiting to scan the receiver's stack does not spin
+// for the whole of a 16 MiB message (whose fresh pages make its copy
+// slow: each is touched for the first time).
+const copyChunk = 256 << 10
 
 // lockRecv takes the receive turn, waiting while ctx allows; unlockRecv
 // releases it.
