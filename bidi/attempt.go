@@ -19,7 +19,7 @@ import (
 // decodes, and its signer the one Send continues (sendPipe.signer).
 //
 // Owners: n, req, body and cancel are set by newAttempt and read-only
-// after; st is set once by roundTrip, on the run goroutine, before the
+// after, but for req, which roundTrip drops once the engine has it; st is set once by roundTrip, on the run goroutine, before the
 // attempt is published in Session.cur, so that whoever loads it from cur
 // (Close, Send's flow-control diagnosis) sees st. dec is set by
 // startReceiving on the run goroutine before the session's phase shows
@@ -67,6 +67,7 @@ func (s *Session) newAttempt(n int) (*attempt, error) {
 func (a *attempt) roundTrip(s *Session) (*transport.Response, error) {
 	ctx := a.req.Context()
 	st, err := s.c.engine.NewStream(ctx, a.req.URL, a.req.Header, a.body)
+	a.req = nil // the engine took its head: a session need not keep it
 	if err != nil {
 		return nil, err
 	}
