@@ -100,6 +100,7 @@ const reassemblyRetain = 256 << 10
 // safe for concurrent use.
 type reassembler struct {
 	max      int
+	alloc    func(n int) []byte // Options.MessageBuffer via newBuffer; nil: make
 	buf      []byte
 	typ      DataType
 	active   bool // a PARTIAL part has started a message
@@ -131,8 +132,10 @@ func (r *reassembler) add(p Part) (m Message, done bool, err error) {
 			if len(p.Data) > r.max {
 				return Message{}, false, r.tooLarge()
 			}
-			data := make([]byte, len(p.Data))
-			copy(data, p.Data)
+			data := ownedCopy(r.alloc, p.Data)
+			if data == nil {
+				data = []byte{}
+			}
 			return Message{Data: data, Type: p.Type}, true, nil
 		}
 		r.active = true
@@ -140,7 +143,11 @@ func (r *reassembler) add(p Part) (m Message, done bool, err error) {
 		r.buf = r.buf[:0]
 		if r.last > cap(r.buf) && len(p.Data) <= r.max {
 			// Expect a message of the last one's size.
-			r.buf = make([]byte, 0, min(r.last, r.max))
+			if n := min(r.last, r.max); n > reassemblyRetain {
+				r.buf = newBuffer(r.alloc, n)[:0]
+			} else {
+				r.buf = make([]byte, 0, n)
+			}
 		}
 	}
 	if len(p.Data) > r.max-len(r.buf) {
@@ -158,13 +165,17 @@ func (r *reassembler) add(p Part) (m Message, done bool, err error) {
 	n := len(r.buf)
 	r.last = n
 	var data []byte
-	if cap(r.buf) > reassemblyRetain && cap(r.buf)-n <= n/4 {
+	switch {
+	case cap(r.buf) > reassemblyRetain && r.alloc != nil:
+		// Large, and the caller's (see grow): hand it over whole.
+		data = r.buf[:n]
+		r.buf = nil
+	case cap(r.buf) > reassemblyRetain && cap(r.buf)-n <= n/4:
 		// Large and nearly full: hand the buffer over instead of copying.
 		data = r.buf[:n:n]
 		r.buf = nil
-	} else {
-		data = make([]byte, n)
-		copy(data, r.buf)
+	default:
+		data = ownedCopy(r.alloc, r.buf)
 		r.release()
 	}
 	return Message{Data: data, Type: r.typ}, true, nil
@@ -202,6 +213,12 @@ func (r *reassembler) grow(n int) {
 		return
 	}
 	c := min(max(2*cap(r.buf), need, 4096), r.max)
+	if r.alloc != nil && c > reassemblyRetain {
+		// A buffer that will be handed over is the caller's.
+		nb := newBuffer(r.alloc, c)
+		r.buf = nb[:copy(nb, r.buf)]
+		return
+	}
 	r.buf = slices.Grow(r.buf, c-len(r.buf))[:len(r.buf):c]
 }
 

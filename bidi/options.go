@@ -177,6 +177,18 @@ type Options struct {
 	// 16 MiB.
 	MaxMessageSize int
 
+	// MessageBuffer, if set, allocates the memory of received messages:
+	// the Data of a message that Recv or Messages returns (and of a part
+	// over 4 KiB that RecvPart returns) is a buffer that MessageBuffer(n)
+	// returned, cut to the message's length, and the session keeps no
+	// reference to it. A program that receives large messages can take
+	// buffers from a pool of its own here and put each back once done
+	// with its message: a fresh 16 MiB buffer costs thousands of page
+	// faults on its first touch, more than the copy into it. It is called
+	// on the receiving goroutine, with n up to MaxMessageSize; a result
+	// with a capacity under n is ignored. nil means make([]byte, n).
+	MessageBuffer func(n int) []byte
+
 	// Padding is the padding policy: it returns how many padding bytes a
 	// sent part of payloadLen bytes carries in its P header, to hide the
 	// exact payload size from an observer of the encrypted traffic (0

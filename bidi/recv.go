@@ -23,8 +23,7 @@ var ErrMalformedResponse = errors.New("bidi: malformed response stream")
 
 // recvItem is one received PayloadPart, or the in-band end of the stream.
 type recvItem struct {
-	data     []byte // the payload: aliases the decoder's buffer unless owned
-	owned    bool   // data is a copy of its own
+	data     []byte // the payload: aliases the decoder's buffer
 	size     int
 	typ      DataType
 	complete bool
@@ -68,7 +67,7 @@ func (s *Session) Recv(ctx context.Context) (Message, error) {
 			return Message{}, &MessageTooLargeError{Limit: int64(s.maxMessage)}
 		}
 		if it.complete && !s.asm.partial() {
-			return Message{Data: it.ownData(), Type: it.typ}, nil
+			return Message{Data: s.ownData(it), Type: it.typ}, nil
 		}
 		m, done, err := s.asm.add(Part{Data: it.data, Type: it.typ, Complete: it.complete})
 		if err != nil || done {
@@ -109,7 +108,7 @@ const partBufMax = 4 << 10
 // s.partBuf, a larger one owned. The receive turn is held.
 func (s *Session) partData(it recvItem) []byte {
 	if len(it.data) == 0 || len(it.data) > partBufMax {
-		return it.ownData()
+		return s.ownData(it)
 	}
 	n := len(it.data)
 	if cap(s.partBuf) < n {
@@ -119,25 +118,33 @@ func (s *Session) partData(it recvItem) []byte {
 	return s.partBuf[:n:n]
 }
 
-// ownData returns the item's data as the caller's own: as is if owned,
-// else a copy (the decoder's buffer is reused).
-func (it recvItem) ownData() []byte {
-	if it.owned {
-		return it.data
-	}
-	return ownedCopy(it.data)
-}
+// ownData returns a copy of the item's data that the caller owns: the
+// decoder's buffer is reused.
+func (s *Session) ownData(it recvItem) []byte { return ownedCopy(s.asm.alloc, it.data) }
 
-// ownedCopy returns a copy of b, nil when b is empty.
-func ownedCopy(b []byte) []byte {
+// ownedCopy returns a copy of b in a buffer from newBuffer(alloc, len(b)),
+// nil when b is empty.
+func ownedCopy(alloc func(int) []byte, b []byte) []byte {
 	if len(b) == 0 {
 		return nil
 	}
-	c := make([]byte, len(b))
+	c := newBuffer(alloc, len(b))
 	for i := 0; i < len(b); i += copyChunk {
 		copy(c[i:], b[i:min(i+copyChunk, len(b))])
 	}
 	return c
+}
+
+// newBuffer returns a buffer of length n for a received message's data:
+// from alloc (Options.MessageBuffer) if set and it gives n bytes or more,
+// else a new one.
+func newBuffer(alloc func(int) []byte, n int) []byte {
+	if alloc != nil {
+		if b := alloc(n); cap(b) >= n {
+			return b[:n]
+		}
+	}
+	return make([]byte, n)
 }
 
 // copyChunk is the most bytes ownedCopy moves in one copy. A copy is one

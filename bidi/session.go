@@ -170,6 +170,7 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 	if s.maxMessage <= 0 {
 		s.maxMessage = defaultMaxMessageSize
 	}
+	s.asm.alloc = c.options.MessageBuffer
 	s.state.init(&s.pipe.mu)
 	s.ctx, s.cancel = context.WithCancelCause(parent)
 	s.pipe.init(c.options.ReplayLimit)

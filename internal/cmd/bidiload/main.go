@@ -67,6 +67,7 @@ var (
 	fBigSize    = flag.Int("bigsize", 1<<20, "idle: size of the big messages")
 	fSize       = flag.Int("size", 0, "message size (large: 16 MiB, small: 256 B, audio: 640 B by default)")
 	fPartSize   = flag.Int("partsize", 0, "Options.MaxPartSize; 0 means the default")
+	fReuse      = flag.Bool("reuse", false, "large: receive into buffers the program reuses (Options.MessageBuffer), each given back once its echo is checked")
 	fEcho       = flag.Bool("echo", true, "large: the server echoes (false: -url is a discarding server)")
 	fProcs      = flag.Int("procs", 0, "GOMAXPROCS of the client (0: unchanged)")
 	fSessions   = flag.Int("sessions", 1, "small: parallel sessions")
