@@ -20,6 +20,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/loopbackcert"
 )
 
 // The credentials and region a Server accepts unless configured
@@ -331,7 +332,7 @@ func (s *Server) setupTLS() {
 		cfg = new(tls.Config)
 	}
 	if len(cfg.Certificates) == 0 && cfg.GetCertificate == nil {
-		cert, err := newCertificate()
+		cert, err := loopbackcert.New("biditest")
 		if err != nil {
 			panic(err)
 		}
