@@ -19,9 +19,10 @@ import (
 // decodes, and its signer the one Send continues (sendPipe.signer).
 //
 // Owners: n, req, body and cancel are set by newAttempt and read-only
-// after, but for req, which roundTrip drops once the engine has it; st is set once by roundTrip, on the run goroutine, before the
-// attempt is published in Session.cur, so that whoever loads it from cur
-// (Close, Send's flow-control diagnosis) sees st. dec is set by
+// after, but for req, which roundTrip drops once the engine has it; st is
+// set once by roundTrip, on the run goroutine, before the attempt is
+// published in Session.cur, so that whoever loads it from cur (Close,
+// Send's flow-control diagnosis) sees st. dec is set by
 // startReceiving on the run goroutine before the session's phase shows
 // the answer (and respReady is closed), and used only after that by the
 // holder of the receive turn, which also owns part.

@@ -310,3 +310,50 @@ func TestObservabilityFailuresAndRetries(t *testing.T) {
 // waitBriefly yields for a moment, in polling loops that wait for a state
 // nothing signals.
 func waitBriefly() { time.Sleep(time.Millisecond) }
+
+// TestObservabilitySpanEndsWhenRetryCannotStart: a session whose retry
+// is never made (its context ends while it waits to retry) still ends its
+// span, with an error, and leaves no stream counted active.
+func TestObservabilitySpanEndsWhenRetryCannotStart(t *testing.T) {
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.Fail(503, "ServiceUnavailableError", map[string]any{"Message": "busy"})
+	}))
+	tr, mm := &memTracer{}, newMemMeter()
+	c := srv.Client(func(o *bidi.Options) {
+		o.TracerProvider, o.MeterProvider = tr, mm
+		o.RetryMaxAttempts = 3
+		o.RetryMaxBackoff = time.Hour // the wait the context's end cuts
+	})
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	go func() {
+		// Once the retry is decided (its metric recorded), the session
+		// waits to make it: end the session's context then.
+		for mm.total("sagemaker_bidi.stream.retries") < 1 && ctx.Err() == nil {
+			waitBriefly()
+		}
+		cancel()
+	}()
+	if sess, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "ep", AwaitResponse: true}); err == nil {
+		sess.Close()
+		t.Fatal("Open succeeded")
+	}
+	spans := tr.all()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	ended := false
+	var status tracing.SpanStatus
+	for range 2000 {
+		if _, _, status, ended = spans[0].snapshot(); ended {
+			break
+		}
+		waitBriefly()
+	}
+	if !ended || status != tracing.SpanStatusError {
+		t.Errorf("span ended %v, status %v", ended, status)
+	}
+	if got := mm.total("sagemaker_bidi.stream.active"); got != 0 {
+		t.Errorf("%v streams still active", got)
+	}
+}

@@ -70,10 +70,11 @@ var ErrStreamEnded = errors.New("bidi: stream ended by the service")
 // shared writer and its response read by the connection's read loop, so
 // an idle session costs no goroutine. Close or the cancellation unblocks
 // every pending Send, Recv and Response, resets the HTTP/2 stream and
-// makes the opening goroutine, if any, exit. After a failure, Send and Recv return
-// the cause: a typed error such as [*ResponseError] or [*ModelStreamError],
-// or an error wrapping io.ErrUnexpectedEOF or matching [ErrDeadPeer]; Recv
-// returns io.EOF only when the service ended the stream cleanly.
+// makes the opening goroutine, if any, exit. After a failure, Send and
+// Recv return the cause: a typed error such as [*ResponseError] or
+// [*ModelStreamError], or an error wrapping io.ErrUnexpectedEOF or
+// matching [ErrDeadPeer]; Recv returns io.EOF only when the service ended
+// the stream cleanly.
 type Session struct {
 	// One lock, pipe.mu: the send queue's and the state's (state.mu).
 	// Send calls and Recv calls are serialised by two turns (sendTurn,
@@ -277,11 +278,14 @@ var errCannotReplay = errors.New("bidi: cannot resend the request: more than Rep
 // attempt to watchEnd. It is the session's own goroutine while it opens;
 // it exits once the model answered or the session ended.
 func (s *Session) run(a *attempt) {
+	handed := false // watchEnd took a: the session's end ends it
 	defer func() {
-		if a == nil { // nextAttempt failed the session, or watchEnd took a
+		if handed {
 			return
 		}
-		a.abort()
+		if a != nil { // nil when nextAttempt failed the session
+			a.abort()
+		}
 		if s.obs != nil {
 			s.obs.end(s.endCause())
 		}
@@ -341,7 +345,7 @@ func (s *Session) run(a *attempt) {
 			s.logf(logging.Debug, "bidi: session with endpoint %q answered: HTTP %d after %d attempt(s)", s.input.EndpointName, resp.StatusCode, a.n)
 		}
 		s.watchEnd(a)
-		a = nil // watchEnd ends it with the session
+		handed = true
 		return
 	}
 }
