@@ -51,10 +51,10 @@ func StalledByUnreadReplies(s *Session) bool {
 // of the RotatingSession's current stream is over, as its session knows
 // it (before Recv got through the replies buffered ahead of the end).
 func RotatingStreamOver(rs *RotatingSession) <-chan struct{} {
-	if rs.sendLock.Lock(context.Background(), nil, nil) != nil {
+	if rs.lockSend(context.Background()) != nil {
 		return nil
 	}
-	defer rs.sendLock.Unlock()
+	defer rs.unlockSend()
 	return rs.cur.sess.state.over
 }
 

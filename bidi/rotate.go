@@ -319,8 +319,8 @@ type RotatingSession struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// inputDone is closed by CloseSend and Finish (under sendLock): the
-	// rotator opens no stream after it.
+	// inputDone is closed by CloseSend and Finish (holding the send
+	// turn): the rotator opens no stream after it.
 	inputDone chan struct{}
 
 	// rotateReq carries Rotate's requests to the rotator.
@@ -330,30 +330,36 @@ type RotatingSession struct {
 	// they finished after a planned rotation (with replay on).
 	oldFailed chan *generation
 
-	// sendLock is held by the send methods while they use cur, and by the
+	// sendTurn serialises the send methods while they use cur, and the
 	// rotator while it replaces cur, so that sends switch streams at a
-	// message boundary. It guards the fields below it.
-	sendLock   ctxLock
+	// message boundary. Its holder owns the fields below it; partOpen is
+	// also guarded by mu.
+	sendTurn   turn
 	cur        *generation
 	sendClosed bool
-	partOpen   chan struct{} // non-nil while a SendPart message is open on cur; closed when it completes
+	partOpen   bool          // a message begun with SendPart is open on cur; written under mu too, moved broadcast when it completes
 	sentBytes  int64         // Data sent with Send and SendPart
 	replay     *replayWindow // nil: replay off
 
 	gen  atomic.Int64 // cur.n, for generation
 	sent atomic.Int64 // messages sent with Send and completed with SendPart
 
-	// mu guards the settling of generations (generation.settle),
-	// terminal and pumps.
+	// mu is the session's one lock. It guards the settling of
+	// generations (generation.settle), terminal, pumps, olds, finishers
+	// and moved; the turns wait under it (turnHost). Lock order: a turn,
+	// then mu; no Session's lock is taken under mu.
 	mu        sync.Mutex
 	terminal  error         // a *reconnectError once the rotator gave up
 	pumps     int           // generations whose end Recv has not taken yet
 	olds      []*generation // streams rotated away from, finishing (pruned as they end)
 	finishers int           // finishOld goroutines that have not returned
 
-	// finisherDone is signalled (capacity 1) when a finishOld goroutine
-	// returns, for the rotator waiting for the last once the input ended.
-	finisherDone chan struct{}
+	// moved is the session's broadcast: closed when a turn with waiters
+	// is released, a message begun with SendPart completes (partOpen:
+	// the rotator waits for a message boundary) or a finishOld goroutine
+	// returns (finishers: the rotator waits for the last once the input
+	// ended).
+	moved broadcast
 
 	// stopped is closed when the rotator exits.
 	stopped chan struct{}
@@ -362,8 +368,8 @@ type RotatingSession struct {
 	// Recv.
 	items chan rotItem
 
-	// Receive side, guarded by recvLock.
-	recvLock  ctxLock
+	// recvTurn serialises Recv; its holder owns the fields below.
+	recvTurn  turn
 	announced *generation // the newest generation OnRotate was called for
 	ended     *generation // the newest generation whose end Recv took
 	recvGen   int         // generation of the message Recv returned last
@@ -398,7 +404,7 @@ type generation struct {
 	// says so. A Send's error may be a stand-in (ErrStreamEnded while the
 	// reason is not decoded yet), so it is no verdict on how the stream
 	// ended: pumpErr is.
-	kickOnce sync.Once
+	kickDone atomic.Bool // kick ran: kickErr is set, kicked closing
 	kickErr  error
 	kicked   chan struct{}
 
@@ -417,7 +423,7 @@ type generation struct {
 	isSettled bool // guarded by RotatingSession.mu
 	next      *generation
 
-	// recovered is set by the rotator, under the send lock, when the
+	// recovered is set by the rotator, holding the send turn, when the
 	// stream failed while finishing and a successor was sent the
 	// messages it left unanswered: its error is no longer the call's.
 	// Read by Finish once the rotator stopped.
@@ -425,11 +431,12 @@ type generation struct {
 }
 
 // kick records that Send failed on the stream with err.
+// Only the first call counts.
 func (g *generation) kick(err error) {
-	g.kickOnce.Do(func() {
+	if g.kickDone.CompareAndSwap(false, true) {
 		g.kickErr = err
 		close(g.kicked)
-	})
+	}
 }
 
 // over reports whether the stream has ended, as far as the rotator knows:
@@ -501,7 +508,6 @@ func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (
 		inputDone:     make(chan struct{}),
 		rotateReq:     make(chan rotateRequest),
 		oldFailed:     make(chan *generation),
-		finisherDone:  make(chan struct{}, 1),
 		stopped:       make(chan struct{}),
 		items:         make(chan rotItem),
 		replay:        newReplayWindow(r.ReplayWindow, r.ReplayBytes),
@@ -627,15 +633,45 @@ func (rs *RotatingSession) Sent() int64 { return rs.sent.Load() }
 // has been answered before it carries the application's messages, so it
 // does not wait unless the stream is being replaced after an early end.
 func (rs *RotatingSession) Response(ctx context.Context) (*Response, error) {
-	if err := rs.sendLock.Lock(ctx, rs.ctx.Done(), nil); err != nil {
-		if err == errLockStopped {
-			return nil, rs.closedErr()
-		}
+	if err := rs.lockSend(ctx); err != nil {
 		return nil, err
 	}
 	s := rs.cur.sess
-	rs.sendLock.Unlock()
+	rs.unlockSend()
 	return s.Response(ctx)
+}
+
+// lockSend takes the send turn. It returns ctx's error if ctx ends
+// first, and the session's error (closedErr) if it is closed first.
+func (rs *RotatingSession) lockSend(ctx context.Context) error {
+	if err := rs.sendTurn.take(ctx, rs, rs.ctx.Done(), nil); err != nil {
+		if err == errLockStopped {
+			return rs.closedErr()
+		}
+		return err
+	}
+	return nil
+}
+
+// unlockSend releases the send turn.
+func (rs *RotatingSession) unlockSend() { rs.sendTurn.release(rs) }
+
+// hostMutex, waitLocked and broadcastLocked make rs the turnHost of its
+// two turns.
+func (rs *RotatingSession) hostMutex() *sync.Mutex      { return &rs.mu }
+func (rs *RotatingSession) waitLocked() <-chan struct{} { return rs.moved.waitLocked() }
+func (rs *RotatingSession) broadcastLocked()            { rs.moved.wakeLocked() }
+
+// setPartOpen records whether a message begun with SendPart is open,
+// waking the rotator waiting for a message boundary when it completes.
+// The send turn is held.
+func (rs *RotatingSession) setPartOpen(open bool) {
+	rs.mu.Lock()
+	rs.partOpen = open
+	if !open {
+		rs.moved.wakeLocked()
+	}
+	rs.mu.Unlock()
 }
 
 // Close ends the session at once: every stream is aborted (use Finish for

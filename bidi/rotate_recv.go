@@ -80,10 +80,10 @@ func isTooLarge(err error) bool {
 // early could not be replaced; [ErrSessionClosed] after Close. These are
 // terminal. A [*MessageTooLargeError] is not. ctx bounds only this call.
 func (rs *RotatingSession) Recv(ctx context.Context) (Message, error) {
-	if err := rs.recvLock.Lock(ctx, nil, nil); err != nil {
+	if err := rs.recvTurn.take(ctx, rs, nil, nil); err != nil {
 		return Message{}, err
 	}
-	defer rs.recvLock.Unlock()
+	defer rs.recvTurn.release(rs)
 	for {
 		if rs.recvErr != nil {
 			return Message{}, rs.recvErr
@@ -122,7 +122,7 @@ func (rs *RotatingSession) Recv(ctx context.Context) (Message, error) {
 func (rs *RotatingSession) RecvGeneration() int { return rs.recvGen }
 
 // announce calls OnRotate for every rotation up to g not yet reported.
-// The receive lock is held.
+// The receive turn is held.
 func (rs *RotatingSession) announce(g *generation) {
 	for rs.announced.n < g.n {
 		prev, next := rs.announced, rs.announced.next // settled: a newer stream exists
@@ -140,7 +140,7 @@ func (rs *RotatingSession) announce(g *generation) {
 }
 
 // streamEnded takes the end of a stream: it releases it and reports it
-// to OnStreamEnd. The receive lock is held.
+// to OnStreamEnd. The receive turn is held.
 func (rs *RotatingSession) streamEnded(it rotItem) {
 	it.g.sess.Close()
 	rs.mu.Lock()
@@ -161,7 +161,7 @@ func (rs *RotatingSession) streamEnded(it rotItem) {
 
 // finalLocked returns Recv's terminal error once the call is over: the
 // newest stream ended, nothing follows it, and every older one ended too.
-// The receive lock is held.
+// The receive turn is held.
 func (rs *RotatingSession) finalLocked() error {
 	g := rs.ended
 	if g == nil || !isClosed(g.settled) || g.next != nil {
