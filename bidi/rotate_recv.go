@@ -183,7 +183,7 @@ func (rs *RotatingSession) finalLocked() error {
 // as [Session.Messages] does: it ends after the last message at a clean
 // end; any other error is yielded once and ends it. It is single-use.
 func (rs *RotatingSession) Messages(ctx context.Context) iter.Seq2[Message, error] {
-	return messagesOf(ctx, rs.Recv)
+	return seqOf(ctx, rs.Recv)
 }
 
 // withEndReason returns a *reconnectError whose cause is the stand-in for
