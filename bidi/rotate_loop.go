@@ -3,6 +3,7 @@ package bidi
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/backoff"
@@ -469,6 +470,9 @@ func (rs *RotatingSession) lockBoundary(g *generation) bool {
 		if done == nil {
 			continue
 		}
+		if h := testHookAtBoundary.Load(); h != nil {
+			(*h)(rs)
+		}
 		select {
 		case <-done:
 		case <-g.sess.Context().Done():
@@ -478,6 +482,11 @@ func (rs *RotatingSession) lockBoundary(g *generation) bool {
 		}
 	}
 }
+
+// testHookAtBoundary, if set (by tests), is called by the rotator when
+// it waits for a message begun with SendPart to complete, with no lock
+// held and without the send turn.
+var testHookAtBoundary atomic.Pointer[func(*RotatingSession)]
 
 // replayTo sends next the messages of the replay window sent since
 // window before end, and records them in ev. The send turn is held. A
