@@ -408,20 +408,20 @@ type generation struct {
 	kickErr  error
 	kicked   chan struct{}
 
-	// pumped is closed by the stream's pump once it saw the end, after
+	// pumped is set by the stream's pump once it saw the end, after
 	// storing it in pumpErr (ErrStreamEnded for a clean end): the
-	// verdict on how the stream ended.
+	// verdict on how the stream ended. It is set under
+	// RotatingSession.mu, and moved broadcast (setPumped).
 	pumpErr error
-	pumped  chan struct{}
+	pumped  atomic.Bool
 
-	// settled is closed, under RotatingSession.mu, once it is known
-	// what follows this stream for the sender and the receiver: next
-	// (with reason) or nothing (next nil: input ended and, with replay
-	// on, every older stream finished; or the rotator gave up). Written
-	// before settled is closed, read-only after.
-	settled   chan struct{}
-	isSettled bool // guarded by RotatingSession.mu
-	next      *generation
+	// settled is set, under RotatingSession.mu and with moved broadcast,
+	// once it is known what follows this stream for the sender and the
+	// receiver: next (with reason) or nothing (next nil: input ended
+	// and, with replay on, every older stream finished; or the rotator
+	// gave up). next is written before settled is set, read-only after.
+	settled atomic.Bool
+	next    *generation
 
 	// recovered is set by the rotator, holding the send turn, when the
 	// stream failed while finishing and a successor was sent the
@@ -462,9 +462,10 @@ func (g *generation) over() bool {
 // until g's pump got there, the session knows only that the stream is
 // over.
 func (g *generation) endErr() error {
-	select {
-	case <-g.pumped:
+	if g.pumped.Load() {
 		return g.pumpErr
+	}
+	select {
 	case <-g.kicked:
 		return g.kickErr
 	default:
@@ -556,7 +557,7 @@ func (rs *RotatingSession) open(n int, opened time.Time) (*generation, error) {
 	}
 	g := &generation{
 		n: n, sess: sess, opened: opened,
-		drained: make(chan struct{}), kicked: make(chan struct{}), pumped: make(chan struct{}), settled: make(chan struct{}),
+		drained: make(chan struct{}), kicked: make(chan struct{}),
 	}
 	if _, err := sess.Response(rs.ctx); err != nil {
 		sess.Close()
@@ -701,12 +702,41 @@ func (rs *RotatingSession) terminalErr() error {
 func (rs *RotatingSession) settle(g, next *generation) bool {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if g.isSettled {
+	if g.settled.Load() {
 		return false
 	}
-	g.isSettled, g.next = true, next
-	close(g.settled)
+	g.next = next
+	g.settled.Store(true)
+	rs.moved.wakeLocked()
 	return true
+}
+
+// setPumped records err, the end g's pump saw, as the verdict on g.
+func (rs *RotatingSession) setPumped(g *generation, err error) {
+	g.pumpErr = err
+	rs.mu.Lock()
+	g.pumped.Store(true)
+	rs.moved.wakeLocked()
+	rs.mu.Unlock()
+}
+
+// waitUntil waits until done reports true (a flag set under mu, with
+// moved broadcast). It returns nil then; ctx's error if ctx ends first;
+// errLockStopped if stop1 or stop2 (either may be nil) is closed first.
+func (rs *RotatingSession) waitUntil(ctx context.Context, done *atomic.Bool, stop1, stop2 <-chan struct{}) error {
+	for !done.Load() {
+		rs.mu.Lock()
+		if done.Load() {
+			rs.mu.Unlock()
+			break
+		}
+		wait := rs.moved.waitLocked()
+		rs.mu.Unlock()
+		if err := awaitWake(ctx, wait, stop1, stop2); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // giveUp records the terminal error and that nothing follows g.

@@ -262,9 +262,7 @@ func (rs *RotatingSession) finishOld(g *generation) {
 	}
 	// The verdict is the end its pump saw, which Finish may not know yet
 	// (a failed Send's error may only say that the stream is over).
-	select {
-	case <-g.pumped:
-	case <-rs.ctx.Done():
+	if rs.waitUntil(rs.ctx, &g.pumped, nil, nil) != nil {
 		return
 	}
 	err := finishError(g.pumpErr)

@@ -48,8 +48,7 @@ func (rs *RotatingSession) pump(g *generation, after <-chan struct{}) {
 			if err == io.EOF {
 				err = ErrStreamEnded
 			}
-			g.pumpErr = err
-			close(g.pumped)
+			rs.setPumped(g, err)
 			g.kick(err)
 		}
 		select {
@@ -95,9 +94,16 @@ func (rs *RotatingSession) Recv(ctx context.Context) (Message, error) {
 			rs.recvErr = err
 			return Message{}, err
 		}
-		var settled <-chan struct{}
-		if rs.ended != nil && !isClosed(rs.ended.settled) {
-			settled = rs.ended.settled // then check finalLocked again
+		var settled <-chan struct{} // closed when rs.ended may be settled: then check finalLocked again
+		if rs.ended != nil && !rs.ended.settled.Load() {
+			rs.mu.Lock()
+			if !rs.ended.settled.Load() {
+				settled = rs.moved.waitLocked()
+			}
+			rs.mu.Unlock()
+			if settled == nil {
+				continue
+			}
 		}
 		select {
 		case it := <-rs.items:
@@ -127,7 +133,7 @@ func (rs *RotatingSession) announce(g *generation) {
 	for rs.announced.n < g.n {
 		prev, next := rs.announced, rs.announced.next // settled: a newer stream exists
 		rs.announced = next
-		if next.event.Reason == RotationEarlyEnd && isClosed(prev.pumped) && prev.pumpErr != nil {
+		if next.event.Reason == RotationEarlyEnd && prev.pumped.Load() && prev.pumpErr != nil {
 			// The reason the old stream ended, as its Recv returned it:
 			// when the rotation was decided, its session knew only that
 			// the stream was over (Recv decodes the reason).
@@ -164,7 +170,7 @@ func (rs *RotatingSession) streamEnded(it rotItem) {
 // The receive turn is held.
 func (rs *RotatingSession) finalLocked() error {
 	g := rs.ended
-	if g == nil || !isClosed(g.settled) || g.next != nil {
+	if g == nil || !g.settled.Load() || g.next != nil {
 		return nil
 	}
 	rs.mu.Lock()

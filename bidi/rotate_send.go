@@ -111,14 +111,14 @@ func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
 		if midMessage {
 			return err
 		}
-		select {
-		case <-g.settled:
-		case <-rs.inputDone:
+		if err := rs.waitUntil(ctx, &g.settled, rs.inputDone, rs.ctx.Done()); err != nil {
+			switch {
+			case err != errLockStopped:
+				return err
+			case rs.ctx.Err() != nil:
+				return rs.closedErr()
+			}
 			return errSendClosed
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-rs.ctx.Done():
-			return rs.closedErr()
 		}
 		if g.next == nil {
 			if t := rs.terminalErr(); t != nil {
