@@ -2,6 +2,7 @@ package bidi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -323,12 +324,10 @@ type RotatingSession struct {
 	// turn): the rotator opens no stream after it.
 	inputDone chan struct{}
 
-	// rotateReq carries Rotate's requests to the rotator.
-	rotateReq chan rotateRequest
-
-	// oldFailed carries to the rotator the streams that failed while
-	// they finished after a planned rotation (with replay on).
-	oldFailed chan *generation
+	// inbox carries to the rotator Rotate's requests and the streams
+	// that failed while they finished after a planned rotation (with
+	// replay on); see toRotator.
+	inbox chan rotatorMsg
 
 	// sendTurn serialises the send methods while they use cur, and the
 	// rotator while it replaces cur, so that sends switch streams at a
@@ -361,8 +360,9 @@ type RotatingSession struct {
 	// ended).
 	moved broadcast
 
-	// stopped is closed when the rotator exits.
-	stopped chan struct{}
+	// stopped is set, under mu and with moved broadcast, when the
+	// rotator exits (setStopped).
+	stopped atomic.Bool
 
 	// items carries every stream's messages and ends from its pump to
 	// Recv.
@@ -507,9 +507,7 @@ func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (
 		onRotate:      r.OnRotate,
 		onStreamEnd:   r.OnStreamEnd,
 		inputDone:     make(chan struct{}),
-		rotateReq:     make(chan rotateRequest),
-		oldFailed:     make(chan *generation),
-		stopped:       make(chan struct{}),
+		inbox:         make(chan rotatorMsg),
 		items:         make(chan rotItem),
 		replay:        newReplayWindow(r.ReplayWindow, r.ReplayBytes),
 	}
@@ -709,6 +707,51 @@ func (rs *RotatingSession) settle(g, next *generation) bool {
 	g.settled.Store(true)
 	rs.moved.wakeLocked()
 	return true
+}
+
+// setStopped records that the rotator exited.
+func (rs *RotatingSession) setStopped() {
+	rs.mu.Lock()
+	rs.stopped.Store(true)
+	rs.moved.wakeLocked()
+	rs.mu.Unlock()
+}
+
+// A rotatorMsg is what the rotator's inbox carries: a Rotate call's
+// request, or (failed set) a stream that failed while it finished.
+type rotatorMsg struct {
+	rotate *rotateRequest
+	failed *generation
+}
+
+// errRotatorStopped is returned by toRotator when the rotator has exited.
+var errRotatorStopped = errors.New("bidi: rotator stopped")
+
+// toRotator hands m to the rotator. It returns nil once the rotator took
+// it; errRotatorStopped if the rotator exited first; ctx's error, or the
+// session's (closedErr) once it is closed, if those end first.
+func (rs *RotatingSession) toRotator(ctx context.Context, m rotatorMsg) error {
+	for {
+		rs.mu.Lock()
+		stopped := rs.stopped.Load()
+		var moved <-chan struct{} // closed by setStopped, among others
+		if !stopped {
+			moved = rs.moved.waitLocked()
+		}
+		rs.mu.Unlock()
+		if stopped {
+			return errRotatorStopped
+		}
+		select {
+		case rs.inbox <- m:
+			return nil
+		case <-moved:
+		case <-rs.ctx.Done():
+			return rs.closedErr()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // setPumped records err, the end g's pump saw, as the verdict on g.

@@ -14,7 +14,7 @@ import (
 // to end, opens its successor and installs it, until the session closes,
 // its input ends, or reconnects are exhausted.
 func (rs *RotatingSession) rotate() {
-	defer close(rs.stopped)
+	defer rs.setStopped()
 	failures := 0              // reconnects in a row, the one under way included
 	var pending *rotateRequest // the Rotate being served
 	var carried *generation    // a failed old stream not served when the input ended
@@ -47,19 +47,20 @@ func (rs *RotatingSession) rotate() {
 		case <-rs.inputDone:
 		case <-due:
 			reason = g.dueWhy
-		case req := <-rs.rotateReq:
-			if req.gen < g.n { // rotated since Rotate was called
-				req.done <- nil
+		case m := <-rs.inbox:
+			switch {
+			case m.failed != nil && !rs.uncovered(m.failed):
 				stopTimer(timer)
 				continue
-			}
-			pending, reason = &req, RotationRequested
-		case failed = <-rs.oldFailed:
-			if !rs.uncovered(failed) {
+			case m.failed != nil:
+				failed, reason = m.failed, RotationOverlapFault
+			case m.rotate.gen < g.n: // rotated since Rotate was called
+				m.rotate.done <- nil
 				stopTimer(timer)
 				continue
+			default:
+				pending, reason = m.rotate, RotationRequested
 			}
-			reason = RotationOverlapFault
 		case <-g.sess.Context().Done():
 		case <-g.sess.state.over: // its response stream is over
 		case <-g.kicked:
@@ -185,7 +186,11 @@ func (rs *RotatingSession) settleOlds(failed *generation) {
 			return
 		}
 		select {
-		case failed = <-rs.oldFailed:
+		case m := <-rs.inbox:
+			if m.rotate != nil {
+				m.rotate.done <- rs.stopErr() // the input ended: no rotation
+			}
+			failed = m.failed
 		case <-fewer:
 		case <-rs.ctx.Done():
 			return
@@ -274,11 +279,7 @@ func (rs *RotatingSession) finishOld(g *generation) {
 		return
 	}
 	g.endAt = time.Now()
-	select {
-	case rs.oldFailed <- g:
-	case <-rs.stopped:
-	case <-rs.ctx.Done():
-	}
+	rs.toRotator(rs.ctx, rotatorMsg{failed: g}) // nobody to tell once the rotator exited or the session closed
 }
 
 // uncovered reports whether the window holds messages that old, which

@@ -225,12 +225,11 @@ func (rs *RotatingSession) Finish(ctx context.Context, quiet time.Duration) erro
 	// they finished (settleOlds): one that failed with messages
 	// unanswered got a successor, whose end counts instead of its own.
 	if rs.replay != nil {
-		select {
-		case <-rs.stopped:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-rs.ctx.Done():
+		switch err := rs.waitUntil(ctx, &rs.stopped, rs.ctx.Done(), nil); {
+		case err == errLockStopped:
 			return rs.closedErr()
+		case err != nil:
+			return err
 		}
 		if t := rs.terminalErr(); t != nil {
 			return t
@@ -261,15 +260,12 @@ func (rs *RotatingSession) Finish(ctx context.Context, quiet time.Duration) erro
 // or Finish, the terminal error if the stream ended and could not be
 // replaced, and the session's error after Close.
 func (rs *RotatingSession) Rotate(ctx context.Context) error {
-	req := rotateRequest{gen: int(rs.gen.Load()), done: make(chan error, 1)}
-	select {
-	case rs.rotateReq <- req:
-	case <-rs.stopped:
+	req := &rotateRequest{gen: int(rs.gen.Load()), done: make(chan error, 1)}
+	switch err := rs.toRotator(ctx, rotatorMsg{rotate: req}); {
+	case err == errRotatorStopped:
 		return rs.stopErr()
-	case <-rs.ctx.Done():
-		return rs.closedErr()
-	case <-ctx.Done():
-		return ctx.Err()
+	case err != nil:
+		return err
 	}
 	select {
 	case err := <-req.done:
