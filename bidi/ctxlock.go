@@ -9,10 +9,12 @@ import (
 
 // ctxLock is a mutex whose waiters can give up: Lock returns when the lock
 // is taken, when ctx ends or when one of the stop channels is closed. It
-// serialises the reads of a client's shared Options.PaddingSource, and a
-// RotatingSession's Send and Recv calls, without a context stored
-// anywhere. (A Session's own calls take turns instead: see turn, which
-// borrows the session's mutex and channel rather than having its own.)
+// serialises the reads of a client's shared Options.PaddingSource, which
+// the client's sessions share, without a context stored anywhere. (A
+// Session's and a RotatingSession's own calls take turns instead: see
+// turn, which borrows the session's mutex and broadcast rather than
+// having its own. A ctxLock wakes one waiter per release, not all: many
+// sessions may wait for the padding source.)
 //
 // Taking a free lock and releasing one nobody waits for are one atomic
 // operation each; the wake channel is used only when the lock is
@@ -82,16 +84,6 @@ func awaitWake(ctx context.Context, wake, stop1, stop2 <-chan struct{}) error {
 		return errLockStopped
 	case <-stop2:
 		return errLockStopped
-	}
-}
-
-// TryLock takes the lock if it is free and reports whether it did.
-func (l *ctxLock) TryLock() bool { return l.held.CompareAndSwap(false, true) }
-
-// LockAlways takes the lock, waiting as long as it takes.
-func (l *ctxLock) LockAlways() {
-	if !l.held.CompareAndSwap(false, true) {
-		l.lockSlow(context.Background(), nil, nil)
 	}
 }
 
