@@ -355,9 +355,10 @@ type RotatingSession struct {
 
 	// moved is the session's broadcast: closed when a turn with waiters
 	// is released, a message begun with SendPart completes (partOpen:
-	// the rotator waits for a message boundary) or a finishOld goroutine
+	// the rotator waits for a message boundary), a finishOld goroutine
 	// returns (finishers: the rotator waits for the last once the input
-	// ended).
+	// ended), a generation's pumped or settled is set, or the rotator
+	// exits (stopped).
 	moved broadcast
 
 	// stopped is set, under mu and with moved broadcast, when the
