@@ -64,8 +64,9 @@ func (s *Session) newAttempt(n int) (*attempt, error) {
 
 // roundTrip opens the attempt's stream on the client's engine, publishes
 // the attempt as the session's current one and waits for the response
-// head. On an error the attempt is aborted.
-func (a *attempt) roundTrip(s *Session) (*transport.Response, error) {
+// head, which it returns as the session's Response (any status). On an
+// error the attempt is aborted.
+func (a *attempt) roundTrip(s *Session) (*Response, error) {
 	ctx := a.req.Context()
 	st, err := s.c.engine.NewStream(ctx, a.req.URL, a.req.Header, a.body)
 	a.req = nil // the engine took its head: a session need not keep it
@@ -79,12 +80,12 @@ func (a *attempt) roundTrip(s *Session) (*transport.Response, error) {
 		// abort it, so the stream is reset here, at once.
 		a.abort()
 	}
-	r, err := st.Response(ctx)
+	status, header, err := st.Response(ctx)
 	if err != nil {
 		a.abort()
 		return nil, err
 	}
-	return r, nil
+	return headResponse(status, header), nil
 }
 
 // startReceiving readies the answered attempt's response stream for

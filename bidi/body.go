@@ -77,7 +77,7 @@ type sendPipe struct {
 	// recvTurn). Every waiter looks again under mu after it is closed, so
 	// a waiter woken for another's reason only looks twice; nobody
 	// waiting, nothing is made or closed.
-	moved chan struct{}
+	moved broadcast
 
 	ended bool  // CloseSend: after the parts, the end frame, then io.EOF
 	err   error // the session failed: ReadNow returns err
@@ -103,20 +103,10 @@ func (p *sendPipe) init(replayLimit int) {
 
 // waitLocked returns the channel that the next broadcast closes, making
 // it if nobody waits yet. p.mu is held.
-func (p *sendPipe) waitLocked() <-chan struct{} {
-	if p.moved == nil {
-		p.moved = make(chan struct{})
-	}
-	return p.moved
-}
+func (p *sendPipe) waitLocked() <-chan struct{} { return p.moved.waitLocked() }
 
 // broadcastLocked wakes every waiter, if there is one. p.mu is held.
-func (p *sendPipe) broadcastLocked() {
-	if p.moved != nil {
-		close(p.moved)
-		p.moved = nil
-	}
-}
+func (p *sendPipe) broadcastLocked() { p.moved.wakeLocked() }
 
 // markDispatchedLocked records that the transport has sent the request
 // headers (it reads the body) and wakes Open. p.mu is held.

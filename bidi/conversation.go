@@ -2,7 +2,6 @@ package bidi
 
 import (
 	"context"
-	"io"
 	"iter"
 	"time"
 )
@@ -12,7 +11,17 @@ import (
 // outlives one stream (a relay, a transcriber): send messages or parts,
 // receive messages, end the input at once or gracefully, close. Each
 // method has the contract of Session's method of the same name; a
-// RotatingSession's are documented on it.
+// RotatingSession's are documented on it. Both types implement Messages
+// with one iterator over their Recv.
+//
+// What each type adds beyond it: a Session, one stream, receives parts
+// too (RecvPart, Parts, Reader) and has a Context that ends with it. A
+// RotatingSession, a call carried by one stream after another, hands
+// over whole messages in order across its streams (a part belongs to
+// the stream that carried it, so it offers no part-level receive) and
+// tells which stream is current or delivered the last reply (Generation,
+// RecvGeneration), how many messages were sent (Sent), and rotates on
+// request (Rotate).
 type Conversation interface {
 	Send(ctx context.Context, m Message) error
 	SendPart(ctx context.Context, p Part) error
@@ -28,20 +37,3 @@ var (
 	_ Conversation = (*Session)(nil)
 	_ Conversation = (*RotatingSession)(nil)
 )
-
-// messagesOf is the Messages iterator over recv: it ends after the last
-// message at a clean end (io.EOF); any other error is yielded once, with
-// a zero Message, and ends it.
-func messagesOf(ctx context.Context, recv func(context.Context) (Message, error)) iter.Seq2[Message, error] {
-	return func(yield func(Message, error) bool) {
-		for {
-			m, err := recv(ctx)
-			if err == io.EOF {
-				return
-			}
-			if !yield(m, err) || err != nil {
-				return
-			}
-		}
-	}
-}

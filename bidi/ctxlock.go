@@ -9,10 +9,12 @@ import (
 
 // ctxLock is a mutex whose waiters can give up: Lock returns when the lock
 // is taken, when ctx ends or when one of the stop channels is closed. It
-// serialises the reads of a client's shared Options.PaddingSource, and a
-// RotatingSession's Send and Recv calls, without a context stored
-// anywhere. (A Session's own calls take turns instead: see turn, which
-// borrows the session's mutex and channel rather than having its own.)
+// serialises the reads of a client's shared Options.PaddingSource, which
+// the client's sessions share, without a context stored anywhere. (A
+// Session's and a RotatingSession's own calls take turns instead: see
+// turn, which borrows the session's mutex and broadcast rather than
+// having its own. A ctxLock wakes one waiter per release, not all: many
+// sessions may wait for the padding source.)
 //
 // Taking a free lock and releasing one nobody waits for are one atomic
 // operation each; the wake channel is used only when the lock is
@@ -85,16 +87,6 @@ func awaitWake(ctx context.Context, wake, stop1, stop2 <-chan struct{}) error {
 	}
 }
 
-// TryLock takes the lock if it is free and reports whether it did.
-func (l *ctxLock) TryLock() bool { return l.held.CompareAndSwap(false, true) }
-
-// LockAlways takes the lock, waiting as long as it takes.
-func (l *ctxLock) LockAlways() {
-	if !l.held.CompareAndSwap(false, true) {
-		l.lockSlow(context.Background(), nil, nil)
-	}
-}
-
 // Unlock releases the lock, waking a waiter if there is one.
 func (l *ctxLock) Unlock() {
 	l.held.Store(false)
@@ -115,49 +107,104 @@ func signal(c chan struct{}) {
 // turn serialises a session's senders, or its receivers, without a lock
 // or channel of its own: taking a free turn and releasing one nobody
 // waits for are one atomic operation each, and a caller that finds the
-// turn held waits on the session's broadcast (sendPipe.moved, under
-// sendPipe.mu), so that its wait ends when its context ends or a stop
-// channel closes, as with ctxLock. A release with waiters wakes them all,
-// and the first to look takes the turn (not fair, like sync.Mutex). The
-// zero value is a free turn; a turn must not be copied after first use.
+// turn held waits on its host's broadcast (a turnHost: a Session's
+// sendPipe, or a RotatingSession), so that its wait ends when its
+// context ends or a stop channel closes, as with ctxLock. A release with
+// waiters wakes them all, and the first to look takes the turn (not
+// fair, like sync.Mutex). The zero value is a free turn; a turn must not
+// be copied after first use.
 type turn struct {
 	held    atomic.Bool
-	waiters atomic.Int32 // callers in takeTurn's slow path
+	waiters atomic.Int32 // callers in wait
 }
 
-// takeTurn takes t. It returns nil once held; ctx's error if ctx ends
-// first; errLockStopped if stop1 or stop2 (either may be nil) is closed
-// first. p.mu is not held.
-func (p *sendPipe) takeTurn(ctx context.Context, t *turn, stop1, stop2 <-chan struct{}) error {
+// A turnHost is what the turns of one session wait under: a mutex, and a
+// broadcast guarded by it that the host also uses for its other waits
+// (closing it wakes every waiter, which looks again under the mutex).
+type turnHost interface {
+	hostMutex() *sync.Mutex
+	waitLocked() <-chan struct{} // the channel the next broadcast closes; the mutex is held
+	broadcastLocked()            // wakes every waiter; the mutex is held
+}
+
+// take takes t. It returns nil once held; ctx's error if ctx ends first;
+// errLockStopped if stop1 or stop2 (either may be nil) is closed first.
+// h's mutex is not held.
+func (t *turn) take(ctx context.Context, h turnHost, stop1, stop2 <-chan struct{}) error {
 	if t.held.CompareAndSwap(false, true) {
 		return nil
 	}
-	// Announcing the waiter before looking again under p.mu closes the
-	// gap with releaseTurn: either the release sees the waiter and
-	// broadcasts after the wait channel was taken, or the look sees the
-	// turn free.
+	return t.wait(ctx, h, stop1, stop2)
+}
+
+// wait is take's slow path. Announcing the waiter before looking again
+// under h's mutex closes the gap with release: either the release sees
+// the waiter and broadcasts after the wait channel was taken, or the look
+// sees the turn free.
+func (t *turn) wait(ctx context.Context, h turnHost, stop1, stop2 <-chan struct{}) error {
 	t.waiters.Add(1)
 	defer t.waiters.Add(-1)
+	mu := h.hostMutex()
 	for {
-		p.mu.Lock()
+		mu.Lock()
 		if t.held.CompareAndSwap(false, true) {
-			p.mu.Unlock()
+			mu.Unlock()
 			return nil
 		}
-		wait := p.waitLocked()
-		p.mu.Unlock()
+		wait := h.waitLocked()
+		mu.Unlock()
 		if err := awaitWake(ctx, wait, stop1, stop2); err != nil {
 			return err
 		}
 	}
 }
 
-// releaseTurn releases t, which the caller holds, and wakes its waiters.
-func (p *sendPipe) releaseTurn(t *turn) {
+// release releases t, which the caller holds, and wakes its waiters. h's
+// mutex is not held.
+func (t *turn) release(h turnHost) {
 	t.held.Store(false)
 	if t.waiters.Load() > 0 {
-		p.mu.Lock()
-		p.broadcastLocked()
-		p.mu.Unlock()
+		mu := h.hostMutex()
+		mu.Lock()
+		h.broadcastLocked()
+		mu.Unlock()
+	}
+}
+
+// takeTurn takes t, one of the session's turns, as t.take does.
+func (p *sendPipe) takeTurn(ctx context.Context, t *turn, stop1, stop2 <-chan struct{}) error {
+	return t.take(ctx, p, stop1, stop2)
+}
+
+// releaseTurn releases t, which the caller holds, as t.release does.
+func (p *sendPipe) releaseTurn(t *turn) { t.release(p) }
+
+// hostMutex returns the mutex a Session's turns wait under: the pipe's.
+func (p *sendPipe) hostMutex() *sync.Mutex { return &p.mu }
+
+// A broadcast wakes every goroutine waiting for a change of a state that
+// a mutex guards: a waiter takes the channel under the mutex
+// (waitLocked), releases the mutex and waits for it to close; a change
+// closes it (wakeLocked), and every waiter looks again. The channel is
+// made by the first waiter and cleared when closed: nobody waiting,
+// nothing is made or closed. The zero value has no waiter.
+type broadcast struct {
+	c chan struct{}
+}
+
+// waitLocked returns the channel that the next wakeLocked closes. The
+// mutex is held.
+func (b *broadcast) waitLocked() <-chan struct{} {
+	if b.c == nil {
+		b.c = make(chan struct{})
+	}
+	return b.c
+}
+
+// wakeLocked wakes every waiter, if there is one. The mutex is held.
+func (b *broadcast) wakeLocked() {
+	if b.c != nil {
+		close(b.c)
+		b.c = nil
 	}
 }

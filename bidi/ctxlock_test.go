@@ -9,31 +9,32 @@ import (
 )
 
 // TestCtxLockExcludes runs critical sections from many goroutines, with
-// Lock, LockAlways and TryLock mixed: a plain counter (checked by the race
-// detector too) must count every one, and at most one may be inside at a
-// time.
+// Lock given a plain context, a stop channel or a cancellable context
+// (none of which ends): a plain counter (checked by the race detector
+// too) must count every one, and at most one may be inside at a time.
 func TestCtxLockExcludes(t *testing.T) {
 	var l ctxLock
 	var inside, count int
 	const workers, rounds = 8, 2000
 	var wg sync.WaitGroup
+	never := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	for w := range workers {
 		wg.Go(func() {
 			for i := range rounds {
+				var err error
 				switch (w + i) % 3 {
 				case 0:
-					if err := l.Lock(context.Background(), nil, nil); err != nil {
-						t.Errorf("Lock: %v", err)
-						return
-					}
+					err = l.Lock(context.Background(), nil, nil)
 				case 1:
-					l.LockAlways()
+					err = l.Lock(context.Background(), never, nil)
 				default:
-					for !l.TryLock() {
-						if err := l.Lock(context.Background(), nil, nil); err == nil {
-							break
-						}
-					}
+					err = l.Lock(ctx, nil, never)
+				}
+				if err != nil {
+					t.Errorf("Lock: %v", err)
+					return
 				}
 				inside++
 				if inside != 1 {
@@ -56,11 +57,8 @@ func TestCtxLockExcludes(t *testing.T) {
 func TestCtxLockGiveUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l ctxLock
-		if !l.TryLock() {
-			t.Fatal("TryLock of a free lock failed")
-		}
-		if l.TryLock() {
-			t.Fatal("TryLock of a held lock succeeded")
+		if err := l.Lock(context.Background(), nil, nil); err != nil || !l.held.Load() {
+			t.Fatalf("Lock of a free lock = %v, held %v", err, l.held.Load())
 		}
 
 		ctx, cancel := context.WithCancel(context.Background())
@@ -103,12 +101,12 @@ func TestCtxLockGiveUp(t *testing.T) {
 		if err := <-stayer; err != nil {
 			t.Fatalf("the waiter behind a quitter: %v", err)
 		}
-		if l.TryLock() {
+		if !l.held.Load() {
 			t.Fatal("lock free while a waiter holds it")
 		}
 		l.Unlock()
-		if !l.TryLock() {
-			t.Fatal("lock not free after the last Unlock")
+		if l.held.Load() || l.waiters.Load() != 0 {
+			t.Fatal("lock held or waited for after the last Unlock")
 		}
 	})
 }
@@ -118,11 +116,15 @@ func TestCtxLockGiveUp(t *testing.T) {
 func TestCtxLockWakesWaiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var l ctxLock
-		l.LockAlways()
+		if err := l.Lock(context.Background(), nil, nil); err != nil {
+			t.Fatal(err)
+		}
 		done := make(chan struct{})
 		for range 3 {
 			go func() {
-				l.LockAlways()
+				if err := l.Lock(context.Background(), nil, nil); err != nil {
+					t.Errorf("Lock: %v", err)
+				}
 				l.Unlock()
 				done <- struct{}{}
 			}()

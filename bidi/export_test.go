@@ -19,6 +19,15 @@ func SetAnsweredHook(f func(*Session)) (restore func()) {
 	return func() { testHookAnswered.Store(nil) }
 }
 
+// SetBoundaryHook makes a RotatingSession's rotator call f when it
+// waits for a message begun with SendPart to complete before it switches
+// streams. It returns a function that removes f. Tests that set it must
+// not run in parallel with others that rotate.
+func SetBoundaryHook(f func(*RotatingSession)) (restore func()) {
+	testHookAtBoundary.Store(&f)
+	return func() { testHookAtBoundary.Store(nil) }
+}
+
 // FlowBlocked reports whether the session's request is held back by
 // HTTP/2 flow control: the server has taken all the window it gave.
 func FlowBlocked(s *Session) bool {
@@ -51,10 +60,10 @@ func StalledByUnreadReplies(s *Session) bool {
 // of the RotatingSession's current stream is over, as its session knows
 // it (before Recv got through the replies buffered ahead of the end).
 func RotatingStreamOver(rs *RotatingSession) <-chan struct{} {
-	if rs.sendLock.Lock(context.Background(), nil, nil) != nil {
+	if rs.lockSend(context.Background()) != nil {
 		return nil
 	}
-	defer rs.sendLock.Unlock()
+	defer rs.unlockSend()
 	return rs.cur.sess.state.over
 }
 

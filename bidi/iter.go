@@ -23,19 +23,28 @@ import (
 //		handle(msg)
 //	}
 func (s *Session) Messages(ctx context.Context) iter.Seq2[Message, error] {
-	return messagesOf(ctx, s.Recv)
+	return seqOf(ctx, s.Recv)
 }
 
 // Parts is like Messages for the raw parts of RecvPart. A yielded Part's
 // Data is valid until the loop body returns.
 func (s *Session) Parts(ctx context.Context) iter.Seq2[Part, error] {
-	return func(yield func(Part, error) bool) {
+	return seqOf(ctx, s.RecvPart)
+}
+
+// seqOf is the one receive iterator, behind Session.Messages and Parts
+// and RotatingSession.Messages: it yields what recv(ctx) returns
+// until the clean end (io.EOF, not yielded); any other error is yielded
+// once, with recv's value (a zero one), and ends it. Breaking out of the
+// loop calls recv no more.
+func seqOf[T any](ctx context.Context, recv func(context.Context) (T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
 		for {
-			p, err := s.RecvPart(ctx)
+			v, err := recv(ctx)
 			if err == io.EOF {
 				return
 			}
-			if !yield(p, err) || err != nil {
+			if !yield(v, err) || err != nil {
 				return
 			}
 		}

@@ -28,7 +28,9 @@ type Response struct {
 	RequestID string
 }
 
-// headResponse returns the Response of a 2xx response head.
+// headResponse returns the Response of a stream's response head: the
+// engine's status and header fields, and the service's headers read from
+// them. It is the one place a Response is built.
 func headResponse(status int, h http.Header) *Response {
 	r := &Response{
 		StatusCode:               status,

@@ -2,6 +2,7 @@ package bidi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -319,51 +320,57 @@ type RotatingSession struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// inputDone is closed by CloseSend and Finish (under sendLock): the
-	// rotator opens no stream after it.
+	// inputDone is closed by CloseSend and Finish (holding the send
+	// turn): the rotator opens no stream after it.
 	inputDone chan struct{}
 
-	// rotateReq carries Rotate's requests to the rotator.
-	rotateReq chan rotateRequest
+	// inbox carries to the rotator Rotate's requests and the streams
+	// that failed while they finished after a planned rotation (with
+	// replay on); see toRotator.
+	inbox chan rotatorMsg
 
-	// oldFailed carries to the rotator the streams that failed while
-	// they finished after a planned rotation (with replay on).
-	oldFailed chan *generation
-
-	// sendLock is held by the send methods while they use cur, and by the
+	// sendTurn serialises the send methods while they use cur, and the
 	// rotator while it replaces cur, so that sends switch streams at a
-	// message boundary. It guards the fields below it.
-	sendLock   ctxLock
+	// message boundary. Its holder owns the fields below it; partOpen is
+	// also guarded by mu.
+	sendTurn   turn
 	cur        *generation
 	sendClosed bool
-	partOpen   chan struct{} // non-nil while a SendPart message is open on cur; closed when it completes
+	partOpen   bool          // a message begun with SendPart is open on cur; written under mu too, moved broadcast when it completes
 	sentBytes  int64         // Data sent with Send and SendPart
 	replay     *replayWindow // nil: replay off
 
 	gen  atomic.Int64 // cur.n, for generation
 	sent atomic.Int64 // messages sent with Send and completed with SendPart
 
-	// mu guards the settling of generations (generation.settle),
-	// terminal and pumps.
+	// mu is the session's one lock. It guards the settling of
+	// generations (generation.settle), terminal, pumps, olds, finishers
+	// and moved; the turns wait under it (turnHost). Lock order: a turn,
+	// then mu; no Session's lock is taken under mu.
 	mu        sync.Mutex
 	terminal  error         // a *reconnectError once the rotator gave up
 	pumps     int           // generations whose end Recv has not taken yet
 	olds      []*generation // streams rotated away from, finishing (pruned as they end)
 	finishers int           // finishOld goroutines that have not returned
 
-	// finisherDone is signalled (capacity 1) when a finishOld goroutine
-	// returns, for the rotator waiting for the last once the input ended.
-	finisherDone chan struct{}
+	// moved is the session's broadcast: closed when a turn with waiters
+	// is released, a message begun with SendPart completes (partOpen:
+	// the rotator waits for a message boundary), a finishOld goroutine
+	// returns (finishers: the rotator waits for the last once the input
+	// ended), a generation's pumped or settled is set, or the rotator
+	// exits (stopped).
+	moved broadcast
 
-	// stopped is closed when the rotator exits.
-	stopped chan struct{}
+	// stopped is set, under mu and with moved broadcast, when the
+	// rotator exits (setStopped).
+	stopped atomic.Bool
 
 	// items carries every stream's messages and ends from its pump to
 	// Recv.
 	items chan rotItem
 
-	// Receive side, guarded by recvLock.
-	recvLock  ctxLock
+	// recvTurn serialises Recv; its holder owns the fields below.
+	recvTurn  turn
 	announced *generation // the newest generation OnRotate was called for
 	ended     *generation // the newest generation whose end Recv took
 	recvGen   int         // generation of the message Recv returned last
@@ -398,26 +405,26 @@ type generation struct {
 	// says so. A Send's error may be a stand-in (ErrStreamEnded while the
 	// reason is not decoded yet), so it is no verdict on how the stream
 	// ended: pumpErr is.
-	kickOnce sync.Once
+	kickDone atomic.Bool // kick ran: kickErr is set, kicked closing
 	kickErr  error
 	kicked   chan struct{}
 
-	// pumped is closed by the stream's pump once it saw the end, after
+	// pumped is set by the stream's pump once it saw the end, after
 	// storing it in pumpErr (ErrStreamEnded for a clean end): the
-	// verdict on how the stream ended.
+	// verdict on how the stream ended. It is set under
+	// RotatingSession.mu, and moved broadcast (setPumped).
 	pumpErr error
-	pumped  chan struct{}
+	pumped  atomic.Bool
 
-	// settled is closed, under RotatingSession.mu, once it is known
-	// what follows this stream for the sender and the receiver: next
-	// (with reason) or nothing (next nil: input ended and, with replay
-	// on, every older stream finished; or the rotator gave up). Written
-	// before settled is closed, read-only after.
-	settled   chan struct{}
-	isSettled bool // guarded by RotatingSession.mu
-	next      *generation
+	// settled is set, under RotatingSession.mu and with moved broadcast,
+	// once it is known what follows this stream for the sender and the
+	// receiver: next (with reason) or nothing (next nil: input ended
+	// and, with replay on, every older stream finished; or the rotator
+	// gave up). next is written before settled is set, read-only after.
+	settled atomic.Bool
+	next    *generation
 
-	// recovered is set by the rotator, under the send lock, when the
+	// recovered is set by the rotator, holding the send turn, when the
 	// stream failed while finishing and a successor was sent the
 	// messages it left unanswered: its error is no longer the call's.
 	// Read by Finish once the rotator stopped.
@@ -425,11 +432,12 @@ type generation struct {
 }
 
 // kick records that Send failed on the stream with err.
+// Only the first call counts.
 func (g *generation) kick(err error) {
-	g.kickOnce.Do(func() {
+	if g.kickDone.CompareAndSwap(false, true) {
 		g.kickErr = err
 		close(g.kicked)
-	})
+	}
 }
 
 // over reports whether the stream has ended, as far as the rotator knows:
@@ -455,9 +463,10 @@ func (g *generation) over() bool {
 // until g's pump got there, the session knows only that the stream is
 // over.
 func (g *generation) endErr() error {
-	select {
-	case <-g.pumped:
+	if g.pumped.Load() {
 		return g.pumpErr
+	}
+	select {
 	case <-g.kicked:
 		return g.kickErr
 	default:
@@ -499,10 +508,7 @@ func (c *Client) OpenRotating(ctx context.Context, in *OpenInput, r *Rotation) (
 		onRotate:      r.OnRotate,
 		onStreamEnd:   r.OnStreamEnd,
 		inputDone:     make(chan struct{}),
-		rotateReq:     make(chan rotateRequest),
-		oldFailed:     make(chan *generation),
-		finisherDone:  make(chan struct{}, 1),
-		stopped:       make(chan struct{}),
+		inbox:         make(chan rotatorMsg),
 		items:         make(chan rotItem),
 		replay:        newReplayWindow(r.ReplayWindow, r.ReplayBytes),
 	}
@@ -550,7 +556,7 @@ func (rs *RotatingSession) open(n int, opened time.Time) (*generation, error) {
 	}
 	g := &generation{
 		n: n, sess: sess, opened: opened,
-		drained: make(chan struct{}), kicked: make(chan struct{}), pumped: make(chan struct{}), settled: make(chan struct{}),
+		drained: make(chan struct{}), kicked: make(chan struct{}),
 	}
 	if _, err := sess.Response(rs.ctx); err != nil {
 		sess.Close()
@@ -627,15 +633,45 @@ func (rs *RotatingSession) Sent() int64 { return rs.sent.Load() }
 // has been answered before it carries the application's messages, so it
 // does not wait unless the stream is being replaced after an early end.
 func (rs *RotatingSession) Response(ctx context.Context) (*Response, error) {
-	if err := rs.sendLock.Lock(ctx, rs.ctx.Done(), nil); err != nil {
-		if err == errLockStopped {
-			return nil, rs.closedErr()
-		}
+	if err := rs.lockSend(ctx); err != nil {
 		return nil, err
 	}
 	s := rs.cur.sess
-	rs.sendLock.Unlock()
+	rs.unlockSend()
 	return s.Response(ctx)
+}
+
+// lockSend takes the send turn. It returns ctx's error if ctx ends
+// first, and the session's error (closedErr) if it is closed first.
+func (rs *RotatingSession) lockSend(ctx context.Context) error {
+	if err := rs.sendTurn.take(ctx, rs, rs.ctx.Done(), nil); err != nil {
+		if err == errLockStopped {
+			return rs.closedErr()
+		}
+		return err
+	}
+	return nil
+}
+
+// unlockSend releases the send turn.
+func (rs *RotatingSession) unlockSend() { rs.sendTurn.release(rs) }
+
+// hostMutex, waitLocked and broadcastLocked make rs the turnHost of its
+// two turns.
+func (rs *RotatingSession) hostMutex() *sync.Mutex      { return &rs.mu }
+func (rs *RotatingSession) waitLocked() <-chan struct{} { return rs.moved.waitLocked() }
+func (rs *RotatingSession) broadcastLocked()            { rs.moved.wakeLocked() }
+
+// setPartOpen records whether a message begun with SendPart is open,
+// waking the rotator waiting for a message boundary when it completes.
+// The send turn is held.
+func (rs *RotatingSession) setPartOpen(open bool) {
+	rs.mu.Lock()
+	rs.partOpen = open
+	if !open {
+		rs.moved.wakeLocked()
+	}
+	rs.mu.Unlock()
 }
 
 // Close ends the session at once: every stream is aborted (use Finish for
@@ -665,12 +701,86 @@ func (rs *RotatingSession) terminalErr() error {
 func (rs *RotatingSession) settle(g, next *generation) bool {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if g.isSettled {
+	if g.settled.Load() {
 		return false
 	}
-	g.isSettled, g.next = true, next
-	close(g.settled)
+	g.next = next
+	g.settled.Store(true)
+	rs.moved.wakeLocked()
 	return true
+}
+
+// setStopped records that the rotator exited.
+func (rs *RotatingSession) setStopped() {
+	rs.mu.Lock()
+	rs.stopped.Store(true)
+	rs.moved.wakeLocked()
+	rs.mu.Unlock()
+}
+
+// A rotatorMsg is what the rotator's inbox carries: a Rotate call's
+// request, or (failed set) a stream that failed while it finished.
+type rotatorMsg struct {
+	rotate *rotateRequest
+	failed *generation
+}
+
+// errRotatorStopped is returned by toRotator when the rotator has exited.
+var errRotatorStopped = errors.New("bidi: rotator stopped")
+
+// toRotator hands m to the rotator. It returns nil once the rotator took
+// it; errRotatorStopped if the rotator exited first; ctx's error, or the
+// session's (closedErr) once it is closed, if those end first.
+func (rs *RotatingSession) toRotator(ctx context.Context, m rotatorMsg) error {
+	for {
+		rs.mu.Lock()
+		stopped := rs.stopped.Load()
+		var moved <-chan struct{} // closed by setStopped, among others
+		if !stopped {
+			moved = rs.moved.waitLocked()
+		}
+		rs.mu.Unlock()
+		if stopped {
+			return errRotatorStopped
+		}
+		select {
+		case rs.inbox <- m:
+			return nil
+		case <-moved:
+		case <-rs.ctx.Done():
+			return rs.closedErr()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// setPumped records err, the end g's pump saw, as the verdict on g.
+func (rs *RotatingSession) setPumped(g *generation, err error) {
+	g.pumpErr = err
+	rs.mu.Lock()
+	g.pumped.Store(true)
+	rs.moved.wakeLocked()
+	rs.mu.Unlock()
+}
+
+// waitUntil waits until done reports true (a flag set under mu, with
+// moved broadcast). It returns nil then; ctx's error if ctx ends first;
+// errLockStopped if stop1 or stop2 (either may be nil) is closed first.
+func (rs *RotatingSession) waitUntil(ctx context.Context, done *atomic.Bool, stop1, stop2 <-chan struct{}) error {
+	for !done.Load() {
+		rs.mu.Lock()
+		if done.Load() {
+			rs.mu.Unlock()
+			break
+		}
+		wait := rs.moved.waitLocked()
+		rs.mu.Unlock()
+		if err := awaitWake(ctx, wait, stop1, stop2); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // giveUp records the terminal error and that nothing follows g.

@@ -3,6 +3,7 @@ package bidi
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/backoff"
@@ -13,7 +14,7 @@ import (
 // to end, opens its successor and installs it, until the session closes,
 // its input ends, or reconnects are exhausted.
 func (rs *RotatingSession) rotate() {
-	defer close(rs.stopped)
+	defer rs.setStopped()
 	failures := 0              // reconnects in a row, the one under way included
 	var pending *rotateRequest // the Rotate being served
 	var carried *generation    // a failed old stream not served when the input ended
@@ -46,19 +47,20 @@ func (rs *RotatingSession) rotate() {
 		case <-rs.inputDone:
 		case <-due:
 			reason = g.dueWhy
-		case req := <-rs.rotateReq:
-			if req.gen < g.n { // rotated since Rotate was called
-				req.done <- nil
+		case m := <-rs.inbox:
+			switch {
+			case m.failed != nil && !rs.uncovered(m.failed):
 				stopTimer(timer)
 				continue
-			}
-			pending, reason = &req, RotationRequested
-		case failed = <-rs.oldFailed:
-			if !rs.uncovered(failed) {
+			case m.failed != nil:
+				failed, reason = m.failed, RotationOverlapFault
+			case m.rotate.gen < g.n: // rotated since Rotate was called
+				m.rotate.done <- nil
 				stopTimer(timer)
 				continue
+			default:
+				pending, reason = m.rotate, RotationRequested
 			}
-			reason = RotationOverlapFault
 		case <-g.sess.Context().Done():
 		case <-g.sess.state.over: // its response stream is over
 		case <-g.kicked:
@@ -141,11 +143,8 @@ func (rs *RotatingSession) startFinisher(g *generation) {
 		rs.finishOld(g)
 		rs.mu.Lock()
 		rs.finishers--
+		rs.moved.wakeLocked() // for settleOlds
 		rs.mu.Unlock()
-		select {
-		case rs.finisherDone <- struct{}{}:
-		default: // a signal is pending already
-		}
 	}()
 }
 
@@ -178,14 +177,21 @@ func (rs *RotatingSession) settleOlds(failed *generation) {
 		}
 		failed = nil
 		rs.mu.Lock()
-		left := rs.finishers
+		var fewer <-chan struct{} // closed when a finisher returns
+		if rs.finishers > 0 {
+			fewer = rs.moved.waitLocked()
+		}
 		rs.mu.Unlock()
-		if left == 0 {
+		if fewer == nil {
 			return
 		}
 		select {
-		case failed = <-rs.oldFailed:
-		case <-rs.finisherDone:
+		case m := <-rs.inbox:
+			if m.rotate != nil {
+				m.rotate.done <- rs.stopErr() // the input ended: no rotation
+			}
+			failed = m.failed
+		case <-fewer:
 		case <-rs.ctx.Done():
 			return
 		}
@@ -221,14 +227,14 @@ func (rs *RotatingSession) recoverOld(failed *generation, failures *int) bool {
 			return false
 		}
 	}
-	if rs.sendLock.Lock(rs.ctx, nil, nil) != nil {
+	if rs.lockSend(rs.ctx) != nil {
 		next.sess.Close()
 		return false
 	}
 	ev := rs.rotationEvent(g, next, RotationOverlapFault)
 	rs.replayFailed(next, failed, &ev)
 	rs.makeCurrent(g, next, ev, nil)
-	rs.sendLock.Unlock()
+	rs.unlockSend()
 	rs.mu.Lock()
 	rs.olds = append(rs.olds, next)
 	rs.mu.Unlock()
@@ -261,34 +267,28 @@ func (rs *RotatingSession) finishOld(g *generation) {
 	}
 	// The verdict is the end its pump saw, which Finish may not know yet
 	// (a failed Send's error may only say that the stream is over).
-	select {
-	case <-g.pumped:
-	case <-rs.ctx.Done():
+	if rs.waitUntil(rs.ctx, &g.pumped, nil, nil) != nil {
 		return
 	}
 	err := finishError(g.pumpErr)
 	if err == nil {
-		if rs.sendLock.Lock(rs.ctx, nil, nil) == nil {
+		if rs.lockSend(rs.ctx) == nil {
 			rs.replay.answered(g.n)
-			rs.sendLock.Unlock()
+			rs.unlockSend()
 		}
 		return
 	}
 	g.endAt = time.Now()
-	select {
-	case rs.oldFailed <- g:
-	case <-rs.stopped:
-	case <-rs.ctx.Done():
-	}
+	rs.toRotator(rs.ctx, rotatorMsg{failed: g}) // nobody to tell once the rotator exited or the session closed
 }
 
 // uncovered reports whether the window holds messages that old, which
 // failed while finishing, received last: they are to be replayed.
 func (rs *RotatingSession) uncovered(old *generation) bool {
-	if rs.sendLock.Lock(rs.ctx, nil, nil) != nil {
+	if rs.lockSend(rs.ctx) != nil {
 		return false
 	}
-	defer rs.sendLock.Unlock()
+	defer rs.unlockSend()
 	for _, k := range rs.replay.since(old.endAt) {
 		if k.gen <= old.n {
 			return true
@@ -371,7 +371,7 @@ func (rs *RotatingSession) sleep(d time.Duration, g *generation) bool {
 }
 
 // install makes next the stream Send sends to, at a message boundary
-// (under the send lock, once a message begun with SendPart is complete),
+// (holding the send turn, once a message begun with SendPart is complete),
 // unless the input ended or the session closed. After an early end it
 // first sends next the replay window. It records the rotation's event
 // and starts next's pump: right away after a planned rotation, after the
@@ -384,7 +384,7 @@ func (rs *RotatingSession) install(g, next *generation, reason RotationReason, f
 	if !rs.lockBoundary(g) {
 		return "", false
 	}
-	defer rs.sendLock.Unlock()
+	defer rs.unlockSend()
 	if rs.sendClosed {
 		return "", false
 	}
@@ -409,7 +409,7 @@ func (rs *RotatingSession) install(g, next *generation, reason RotationReason, f
 }
 
 // rotationEvent returns the event of next replacing g for reason, next's
-// start placed on the call's timeline. The send lock is held.
+// start placed on the call's timeline. The send turn is held.
 func (rs *RotatingSession) rotationEvent(g, next *generation, reason RotationReason) RotationEvent {
 	return RotationEvent{
 		From: g.n, To: next.n, Reason: reason,
@@ -424,7 +424,7 @@ func (rs *RotatingSession) rotationEvent(g, next *generation, reason RotationRea
 
 // replayFailed sends next the replay window from the end of failed, a
 // stream that failed while it finished, records it in ev and marks failed
-// as replaced. The send lock is held.
+// as replaced. The send turn is held.
 func (rs *RotatingSession) replayFailed(next, failed *generation, ev *RotationEvent) {
 	ev.Err = failed.endErr()
 	rs.replayTo(next, failed.endAt, ev)
@@ -433,7 +433,7 @@ func (rs *RotatingSession) replayFailed(next, failed *generation, ev *RotationEv
 
 // makeCurrent makes next, with its event ev, the stream Send sends to and
 // the one that follows g, and starts its pump (held back until after is
-// closed, if not nil). The send lock is held.
+// closed, if not nil). The send turn is held.
 func (rs *RotatingSession) makeCurrent(g, next *generation, ev RotationEvent, after <-chan struct{}) {
 	next.event = ev
 	rs.cur = next
@@ -442,25 +442,38 @@ func (rs *RotatingSession) makeCurrent(g, next *generation, ev RotationEvent, af
 	rs.startPump(next, after)
 }
 
-// lockBoundary takes the send lock outside a message begun with
+// lockBoundary takes the send turn outside a message begun with
 // SendPart. It reports false if the session closed first.
 func (rs *RotatingSession) lockBoundary(g *generation) bool {
 	for {
-		if rs.sendLock.Lock(rs.ctx, nil, nil) != nil {
+		if rs.lockSend(rs.ctx) != nil {
 			return false
 		}
-		open := rs.partOpen
-		if open == nil {
+		if !rs.partOpen {
 			return true
 		}
 		if g.over() { // the message is lost with its stream
-			close(open)
-			rs.partOpen = nil
+			rs.setPartOpen(false)
 			return true
 		}
-		rs.sendLock.Unlock()
+		rs.unlockSend()
+		// Wait for the message's last part: partOpen is guarded by mu
+		// too, so that its end cannot slip between the look and the
+		// wait.
+		rs.mu.Lock()
+		var done <-chan struct{}
+		if rs.partOpen {
+			done = rs.moved.waitLocked()
+		}
+		rs.mu.Unlock()
+		if done == nil {
+			continue
+		}
+		if h := testHookAtBoundary.Load(); h != nil {
+			(*h)(rs)
+		}
 		select {
-		case <-open:
+		case <-done:
 		case <-g.sess.Context().Done():
 		case <-g.kicked:
 		case <-rs.ctx.Done():
@@ -469,8 +482,13 @@ func (rs *RotatingSession) lockBoundary(g *generation) bool {
 	}
 }
 
+// testHookAtBoundary, if set (by tests), is called by the rotator when
+// it waits for a message begun with SendPart to complete, with no lock
+// held and without the send turn.
+var testHookAtBoundary atomic.Pointer[func(*RotatingSession)]
+
 // replayTo sends next the messages of the replay window sent since
-// window before end, and records them in ev. The send lock is held. A
+// window before end, and records them in ev. The send turn is held. A
 // failure of next is left to the rotator, which sees next end.
 func (rs *RotatingSession) replayTo(next *generation, end time.Time, ev *RotationEvent) {
 	if rs.replay == nil {

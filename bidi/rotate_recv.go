@@ -48,8 +48,7 @@ func (rs *RotatingSession) pump(g *generation, after <-chan struct{}) {
 			if err == io.EOF {
 				err = ErrStreamEnded
 			}
-			g.pumpErr = err
-			close(g.pumped)
+			rs.setPumped(g, err)
 			g.kick(err)
 		}
 		select {
@@ -80,10 +79,10 @@ func isTooLarge(err error) bool {
 // early could not be replaced; [ErrSessionClosed] after Close. These are
 // terminal. A [*MessageTooLargeError] is not. ctx bounds only this call.
 func (rs *RotatingSession) Recv(ctx context.Context) (Message, error) {
-	if err := rs.recvLock.Lock(ctx, nil, nil); err != nil {
+	if err := rs.recvTurn.take(ctx, rs, nil, nil); err != nil {
 		return Message{}, err
 	}
-	defer rs.recvLock.Unlock()
+	defer rs.recvTurn.release(rs)
 	for {
 		if rs.recvErr != nil {
 			return Message{}, rs.recvErr
@@ -95,9 +94,16 @@ func (rs *RotatingSession) Recv(ctx context.Context) (Message, error) {
 			rs.recvErr = err
 			return Message{}, err
 		}
-		var settled <-chan struct{}
-		if rs.ended != nil && !isClosed(rs.ended.settled) {
-			settled = rs.ended.settled // then check finalLocked again
+		var settled <-chan struct{} // closed when rs.ended may be settled: then check finalLocked again
+		if rs.ended != nil && !rs.ended.settled.Load() {
+			rs.mu.Lock()
+			if !rs.ended.settled.Load() {
+				settled = rs.moved.waitLocked()
+			}
+			rs.mu.Unlock()
+			if settled == nil {
+				continue
+			}
 		}
 		select {
 		case it := <-rs.items:
@@ -122,12 +128,12 @@ func (rs *RotatingSession) Recv(ctx context.Context) (Message, error) {
 func (rs *RotatingSession) RecvGeneration() int { return rs.recvGen }
 
 // announce calls OnRotate for every rotation up to g not yet reported.
-// The receive lock is held.
+// The receive turn is held.
 func (rs *RotatingSession) announce(g *generation) {
 	for rs.announced.n < g.n {
 		prev, next := rs.announced, rs.announced.next // settled: a newer stream exists
 		rs.announced = next
-		if next.event.Reason == RotationEarlyEnd && isClosed(prev.pumped) && prev.pumpErr != nil {
+		if next.event.Reason == RotationEarlyEnd && prev.pumped.Load() && prev.pumpErr != nil {
 			// The reason the old stream ended, as its Recv returned it:
 			// when the rotation was decided, its session knew only that
 			// the stream was over (Recv decodes the reason).
@@ -140,7 +146,7 @@ func (rs *RotatingSession) announce(g *generation) {
 }
 
 // streamEnded takes the end of a stream: it releases it and reports it
-// to OnStreamEnd. The receive lock is held.
+// to OnStreamEnd. The receive turn is held.
 func (rs *RotatingSession) streamEnded(it rotItem) {
 	it.g.sess.Close()
 	rs.mu.Lock()
@@ -161,10 +167,10 @@ func (rs *RotatingSession) streamEnded(it rotItem) {
 
 // finalLocked returns Recv's terminal error once the call is over: the
 // newest stream ended, nothing follows it, and every older one ended too.
-// The receive lock is held.
+// The receive turn is held.
 func (rs *RotatingSession) finalLocked() error {
 	g := rs.ended
-	if g == nil || !isClosed(g.settled) || g.next != nil {
+	if g == nil || !g.settled.Load() || g.next != nil {
 		return nil
 	}
 	rs.mu.Lock()
@@ -183,7 +189,7 @@ func (rs *RotatingSession) finalLocked() error {
 // as [Session.Messages] does: it ends after the last message at a clean
 // end; any other error is yielded once and ends it. It is single-use.
 func (rs *RotatingSession) Messages(ctx context.Context) iter.Seq2[Message, error] {
-	return messagesOf(ctx, rs.Recv)
+	return seqOf(ctx, rs.Recv)
 }
 
 // withEndReason returns a *reconnectError whose cause is the stand-in for

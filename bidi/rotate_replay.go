@@ -5,7 +5,7 @@ import "time"
 // A replayWindow keeps copies of the messages last sent by a
 // RotatingSession, for a successor after an early end: those sent within
 // maxAge (if > 0) and, newest first, within maxBytes of Data. Owned by
-// the holder of the session's send lock.
+// the holder of the session's send turn.
 type replayWindow struct {
 	maxAge   time.Duration // 0: by size only
 	maxBytes int

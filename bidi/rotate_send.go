@@ -49,66 +49,58 @@ func (op *sendOp) on(ctx context.Context, s *Session) error {
 
 // sentOp records a successful operation: it numbers a message (a part
 // message once complete), keeps it for replay, and tracks the message
-// open with SendPart. The send lock is held.
+// open with SendPart. The send turn is held.
 func (rs *RotatingSession) sentOp(op *sendOp) {
 	if !op.isPart {
 		rs.record(op.m)
 		return
 	}
 	rs.sentBytes += int64(len(op.p.Data))
-	switch {
-	case op.p.Complete && rs.partOpen != nil:
-		close(rs.partOpen)
-		rs.partOpen = nil
+	if op.p.Complete {
 		rs.sent.Add(1)
-	case op.p.Complete:
-		rs.sent.Add(1)
-	case rs.partOpen == nil:
-		rs.partOpen = make(chan struct{})
+	}
+	if rs.partOpen == op.p.Complete {
+		rs.setPartOpen(!op.p.Complete)
 	}
 }
 
-// send runs op on the current stream under the send lock and records
+// send runs op on the current stream, holding the send turn, and records
 // it. A failure of the stream makes it wait for the successor and try
 // again, unless part of a message is already on the failed stream.
 func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
 	for {
-		if err := rs.sendLock.Lock(ctx, rs.ctx.Done(), nil); err != nil {
-			if err == errLockStopped {
-				return rs.closedErr()
-			}
+		if err := rs.lockSend(ctx); err != nil {
 			return err
 		}
 		if rs.sendClosed {
-			rs.sendLock.Unlock()
+			rs.unlockSend()
 			return errSendClosed
 		}
-		if !op.isPart && rs.partOpen != nil {
-			rs.sendLock.Unlock()
+		if !op.isPart && rs.partOpen {
+			rs.unlockSend()
 			return errMessageInProgress
 		}
 		g := rs.cur
 		err := op.on(ctx, g.sess)
 		if err == nil {
 			rs.sentOp(&op)
-			rs.sendLock.Unlock()
+			rs.unlockSend()
 			return nil
 		}
 		var ive *InputValidationError
-		midMessage := rs.partOpen != nil
+		midMessage := rs.partOpen
 		streamOver := rs.ctx.Err() == nil && ctx.Err() == nil && !errors.As(err, &ive) && !errors.Is(err, errMessageInProgress)
 		if midMessage && streamOver {
 			// The message cannot be completed on another stream.
-			close(rs.partOpen)
-			rs.partOpen = nil
+			rs.setPartOpen(false)
 		}
 		if streamOver {
 			// The stream is over (or broken). Tell the rotator before
-			// letting go of the lock, so that a rotation taking it next
+			// letting go of the turn, so that a rotation taking it next
 			// sees the stream as ended, not as one to finish cleanly.
 			g.kick(err)
 		}
-		rs.sendLock.Unlock()
+		rs.unlockSend()
 		switch {
 		case rs.ctx.Err() != nil:
 			return rs.closedErr()
@@ -119,14 +111,14 @@ func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
 		if midMessage {
 			return err
 		}
-		select {
-		case <-g.settled:
-		case <-rs.inputDone:
+		if err := rs.waitUntil(ctx, &g.settled, rs.inputDone, rs.ctx.Done()); err != nil {
+			switch {
+			case err != errLockStopped:
+				return err
+			case rs.ctx.Err() != nil:
+				return rs.closedErr()
+			}
 			return errSendClosed
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-rs.ctx.Done():
-			return rs.closedErr()
 		}
 		if g.next == nil {
 			if t := rs.terminalErr(); t != nil {
@@ -141,7 +133,7 @@ func (rs *RotatingSession) send(ctx context.Context, op sendOp) error {
 }
 
 // record numbers a message that Send sent and keeps it for replay. The
-// send lock is held.
+// send turn is held.
 func (rs *RotatingSession) record(m Message) {
 	seq := rs.sent.Load()
 	if rs.replay != nil {
@@ -153,18 +145,15 @@ func (rs *RotatingSession) record(m Message) {
 
 func (rs *RotatingSession) inputEnded() bool { return isClosed(rs.inputDone) }
 
-// endInput ends the call's input (under the send lock): no stream is
+// endInput ends the call's input (holding the send turn): no stream is
 // opened after it, and a rotation in progress is abandoned. It returns
 // the current stream, or nil when the input had already ended.
 func (rs *RotatingSession) endInput(ctx context.Context) (*generation, error) {
-	if err := rs.sendLock.Lock(ctx, rs.ctx.Done(), nil); err != nil {
-		if err == errLockStopped {
-			return nil, rs.closedErr()
-		}
+	if err := rs.lockSend(ctx); err != nil {
 		return nil, err
 	}
-	defer rs.sendLock.Unlock()
-	if rs.partOpen != nil {
+	defer rs.unlockSend()
+	if rs.partOpen {
 		return nil, errMessageInProgress
 	}
 	if rs.sendClosed {
@@ -236,12 +225,11 @@ func (rs *RotatingSession) Finish(ctx context.Context, quiet time.Duration) erro
 	// they finished (settleOlds): one that failed with messages
 	// unanswered got a successor, whose end counts instead of its own.
 	if rs.replay != nil {
-		select {
-		case <-rs.stopped:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-rs.ctx.Done():
+		switch err := rs.waitUntil(ctx, &rs.stopped, rs.ctx.Done(), nil); {
+		case err == errLockStopped:
 			return rs.closedErr()
+		case err != nil:
+			return err
 		}
 		if t := rs.terminalErr(); t != nil {
 			return t
@@ -272,15 +260,12 @@ func (rs *RotatingSession) Finish(ctx context.Context, quiet time.Duration) erro
 // or Finish, the terminal error if the stream ended and could not be
 // replaced, and the session's error after Close.
 func (rs *RotatingSession) Rotate(ctx context.Context) error {
-	req := rotateRequest{gen: int(rs.gen.Load()), done: make(chan error, 1)}
-	select {
-	case rs.rotateReq <- req:
-	case <-rs.stopped:
+	req := &rotateRequest{gen: int(rs.gen.Load()), done: make(chan error, 1)}
+	switch err := rs.toRotator(ctx, rotatorMsg{rotate: req}); {
+	case err == errRotatorStopped:
 		return rs.stopErr()
-	case <-rs.ctx.Done():
-		return rs.closedErr()
-	case <-ctx.Done():
-		return ctx.Err()
+	case err != nil:
+		return err
 	}
 	select {
 	case err := <-req.done:

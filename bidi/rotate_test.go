@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -400,10 +401,20 @@ func TestRotationSendPartKeepsMessageWhole(t *testing.T) {
 	if err := rs.Send(ctx, bidi.Text("x")); !errors.Is(err, bidi.ErrMessageInProgress) {
 		t.Fatalf("Send inside a message: %v, want ErrMessageInProgress", err)
 	}
+	waiting := make(chan struct{})
+	var once sync.Once
+	defer bidi.SetBoundaryHook(func(*bidi.RotatingSession) { once.Do(func() { close(waiting) }) })()
 	rotated := make(chan error, 1)
 	go func() { rotated <- rs.Rotate(ctx) }()
-	// Rotate cannot finish while the message is open; once its last part
-	// is sent, it does, and the message was carried whole by stream 1.
+	// Rotate cannot finish while the message is open: the rotator, its
+	// successor open, waits at the boundary without the send turn (the
+	// last part goes through); once the last part is sent, it switches,
+	// and the message was carried whole by stream 1.
+	select {
+	case <-waiting:
+	case err := <-rotated:
+		t.Fatalf("Rotate returned %v inside a message", err)
+	}
 	if err := rs.SendPart(ctx, bidi.Part{Data: []byte("llo"), Type: bidi.DataTypeUTF8, Complete: true}); err != nil {
 		t.Fatalf("SendPart: %v", err)
 	}

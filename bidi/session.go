@@ -337,7 +337,7 @@ func (s *Session) run(a *attempt) {
 			(*h)(s)
 		}
 		a.startReceiving(s.maxMessage, s.recvWake)
-		s.resp = headResponse(resp.StatusCode, resp.Header)
+		s.resp = resp
 		s.obs.response(resp.StatusCode)
 		s.answered()
 		close(s.respReady)

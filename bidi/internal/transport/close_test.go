@@ -67,7 +67,7 @@ func stalledStream(t *testing.T, cfg Config) (*Transport, *Stream) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Response(ctx); err != nil {
+	if _, _, err := st.Response(ctx); err != nil {
 		t.Fatal(err)
 	}
 	c := <-sc
@@ -138,7 +138,7 @@ func TestNotifyTakesLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Response(ctx); err != nil {
+	if _, _, err := st.Response(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var (

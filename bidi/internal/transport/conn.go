@@ -572,12 +572,12 @@ func (cc *conn) markReadyLocked(s *Stream) {
 	}
 }
 
-// responseOf builds the response head of a HEADERS frame.
-func responseOf(f *http2.MetaHeadersFrame) (*Response, int, error) {
+// responseOf returns the status and header fields of a HEADERS frame.
+func responseOf(f *http2.MetaHeadersFrame) (int, http.Header, error) {
 	status := f.PseudoValue("status")
 	code, err := strconv.Atoi(status)
 	if err != nil || len(status) != 3 || code < 100 {
-		return nil, 0, errors.New("malformed :status in response")
+		return 0, nil, errors.New("malformed :status in response")
 	}
 	regular := f.RegularFields()
 	h := make(http.Header, len(regular))
@@ -585,5 +585,5 @@ func responseOf(f *http2.MetaHeadersFrame) (*Response, int, error) {
 		k := http.CanonicalHeaderKey(hf.Name)
 		h[k] = append(h[k], hf.Value)
 	}
-	return &Response{StatusCode: code, Header: h}, code, nil
+	return code, h, nil
 }

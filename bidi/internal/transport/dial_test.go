@@ -195,7 +195,7 @@ func TestHealthCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := st.Response(ctx); err != nil {
+			if _, _, err := st.Response(ctx); err != nil {
 				t.Fatal(err)
 			}
 			last := time.Now()

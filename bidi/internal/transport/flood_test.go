@@ -79,7 +79,7 @@ func TestControlFloodNotRead(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := st.Response(ctx); err != nil {
+			if _, _, err := st.Response(ctx); err != nil {
 				t.Fatal(err)
 			}
 			n := <-written
@@ -160,7 +160,7 @@ func TestHeaderListOverLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var se *StreamError
-	if _, err := st.Response(ctx); !errors.As(err, &se) || se.Code != http2.ErrCodeProtocol || se.Remote {
+	if _, _, err := st.Response(ctx); !errors.As(err, &se) || se.Code != http2.ErrCodeProtocol || se.Remote {
 		t.Fatalf("Response = %v, want a local *StreamError(PROTOCOL_ERROR)", err)
 	}
 	if f := <-rst; f.Code != http2.ErrCodeProtocol {
@@ -170,8 +170,8 @@ func TestHeaderListOverLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := st.Response(ctx)
-	if err != nil || len(resp.Header.Get("X-Big")) != 4000 {
+	_, header, err := st.Response(ctx)
+	if err != nil || len(header.Get("X-Big")) != 4000 {
 		t.Fatalf("next stream: %v", err)
 	}
 }
@@ -219,7 +219,7 @@ func TestContinuationFlood(t *testing.T) {
 				t.Fatal(err)
 			}
 			var ce *ConnError
-			if _, err := st.Response(ctx); !errors.As(err, &ce) || ce.Code != http2.ErrCodeProtocol {
+			if _, _, err := st.Response(ctx); !errors.As(err, &ce) || ce.Code != http2.ErrCodeProtocol {
 				t.Fatalf("Response = %v, want a *ConnError(PROTOCOL_ERROR)", err)
 			}
 		})

@@ -353,7 +353,7 @@ func TestDataOnClosedStreamRefundsConnWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Response(ctx); err != nil {
+	if _, _, err := st.Response(ctx); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

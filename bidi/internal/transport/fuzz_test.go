@@ -60,7 +60,7 @@ func FuzzServerFrames(f *testing.F) {
 			checkFuzzErr(t, "NewStream", err)
 			return
 		}
-		if _, err := st.Response(ctx); err != nil {
+		if _, _, err := st.Response(ctx); err != nil {
 			checkFuzzErr(t, "Response", err)
 			return
 		}

@@ -106,7 +106,7 @@ func TestStreamPeekDiscard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Response(ctx); err != nil {
+	if _, _, err := st.Response(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wake := make(chan struct{}, 1)
@@ -161,7 +161,7 @@ func TestStreamPeekAfterReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Response(ctx); err != nil {
+	if _, _, err := st.Response(ctx); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -27,7 +27,7 @@ func TestRefusedStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = st.Response(ctx)
+	_, _, err = st.Response(ctx)
 	var se *StreamError
 	if !errors.Is(err, ErrRefused) || !errors.As(err, &se) || !se.Remote {
 		t.Fatalf("Response = %v, want a remote *StreamError matching ErrRefused", err)
@@ -85,7 +85,7 @@ func TestGoAwayLastStreamZero(t *testing.T) {
 	for i := range attempts {
 		st, err := tr.NewStream(ctx, srv.url, nil, newBody(10))
 		if err == nil {
-			_, err = st.Response(ctx)
+			_, _, err = st.Response(ctx)
 		}
 		if !errors.Is(err, ErrRefused) {
 			t.Fatalf("attempt %d: %v, want ErrRefused", i, err)
@@ -133,7 +133,7 @@ func TestGracefulGoAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st3.Response(ctx); !errors.Is(err, ErrRefused) {
+	if _, _, err := st3.Response(ctx); !errors.Is(err, ErrRefused) {
 		t.Fatalf("stream 3: %v, want ErrRefused", err)
 	}
 	st5, err := tr.NewStream(ctx, srv.url, nil, bodyOf(""))
@@ -273,7 +273,7 @@ func TestCloseFailsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Response(ctx); err != nil {
+	if _, _, err := st.Response(ctx); err != nil {
 		t.Fatal(err)
 	}
 	readErr := make(chan error, 1)
@@ -448,7 +448,7 @@ func TestInvalidSettings(t *testing.T) {
 			ctx := testCtx(t)
 			st, err := tr.NewStream(ctx, srv.url, nil, bodyOf("x"))
 			if err == nil {
-				_, err = st.Response(ctx)
+				_, _, err = st.Response(ctx)
 			}
 			var ce *ConnError
 			if !errors.As(err, &ce) || ce.Code != tc.code {

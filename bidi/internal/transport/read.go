@@ -222,7 +222,7 @@ func (cc *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		s.onEnd()
 		return nil
 	}
-	resp, code, err := responseOf(f)
+	code, header, err := responseOf(f)
 	if err != nil {
 		cc.streamError(s.id, http2.ErrCodeProtocol, err)
 		return nil
@@ -240,7 +240,7 @@ func (cc *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	if first {
 		cc.p.succeeded()
 	}
-	s.onResponse(resp)
+	s.onResponse(code, header)
 	if f.StreamEnded() {
 		cc.endedRemotely(s)
 		s.onEnd()

@@ -95,7 +95,7 @@ func TestRotationHoldsEachStreamOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Response(ctx); err != nil {
+		if _, _, err := st.Response(ctx); err != nil {
 			t.Fatal(err)
 		}
 		ids, bodies = append(ids, st.ID()), append(bodies, b)

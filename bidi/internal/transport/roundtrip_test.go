@@ -60,12 +60,12 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := st.Response(ctx)
+			status, header, err := st.Response(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x" || strings.Join(resp.Header["X-Resp"], ",") != "a,b" {
-				t.Errorf("response %d %v", resp.StatusCode, resp.Header)
+			if status != 200 || header.Get("Content-Type") != "application/x" || strings.Join(header["X-Resp"], ",") != "a,b" {
+				t.Errorf("response %d %v", status, header)
 			}
 			b, err := readAll(st)
 			if err != io.EOF || string(b) != "echo:hello server" {
@@ -155,10 +155,10 @@ func TestResetAtEveryPoint(t *testing.T) {
 				t.Fatal(err)
 			}
 			var se *StreamError
-			resp, err := st.Response(ctx)
+			status, _, err := st.Response(ctx)
 			if tc.data == nil {
 				if !errors.As(err, &se) || !se.Remote || se.Code != http2.ErrCodeInternal || errors.Is(err, ErrRefused) {
-					t.Fatalf("Response = %v, %v; want a remote *StreamError", resp, err)
+					t.Fatalf("Response = %d, %v; want a remote *StreamError", status, err)
 				}
 			} else {
 				if err != nil {
@@ -178,7 +178,7 @@ func TestResetAtEveryPoint(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := st2.Response(ctx); err != nil {
+			if _, _, err := st2.Response(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := readAll(st2); err != io.EOF {
@@ -217,7 +217,7 @@ func TestCancelWaitingForSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st1.Response(ctx); err != nil {
+	if _, _, err := st1.Response(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
@@ -286,7 +286,7 @@ func TestCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 		cancel()
-		if _, err := st.Response(ctx); !errors.Is(err, context.Canceled) {
+		if _, _, err := st.Response(ctx); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Response = %v, want context.Canceled", err)
 		}
 		check(t, st)
@@ -297,7 +297,7 @@ func TestCancel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Response(ctx); err != nil {
+		if _, _, err := st.Response(ctx); err != nil {
 			t.Fatal(err)
 		}
 		buf := make([]byte, 4)
@@ -325,7 +325,7 @@ func TestCancel(t *testing.T) {
 }
 
 func readAllAfterResponse(ctx context.Context, st *Stream) ([]byte, error) {
-	if _, err := st.Response(ctx); err != nil {
+	if _, _, err := st.Response(ctx); err != nil {
 		return nil, err
 	}
 	return readAll(st)

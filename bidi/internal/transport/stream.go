@@ -37,12 +37,6 @@ type Body interface {
 	Close() error
 }
 
-// Response is the response head of a stream.
-type Response struct {
-	StatusCode int
-	Header     http.Header
-}
-
 // A Stream is one HTTP/2 request/response exchange on a connection.
 //
 // Concurrency: Read, Peek and Discard are for one goroutine at a time;
@@ -68,8 +62,9 @@ type Stream struct {
 	removed     bool  // no longer in cc.streams
 	bodyClosed  bool
 
-	respReady chan struct{} // closed once resp or err is set
-	resp      *Response     // set once by the read loop before respReady
+	respReady chan struct{} // closed once the head (status, header) or err is set
+	status    int           // the response head's :status, set once by the read loop before respReady; 0: none
+	header    http.Header   // the response head's fields, set with status
 
 	done chan struct{} // closed when the stream is over (err set or EOF)
 
@@ -107,18 +102,21 @@ func newStream(cc *conn, body Body, head *requestHead) *Stream {
 // ID returns the stream's HTTP/2 identifier.
 func (s *Stream) ID() uint32 { return s.id }
 
-// Response waits for the response head. It returns the stream's error if
-// the stream failed first, or ctx's error.
-func (s *Stream) Response(ctx context.Context) (*Response, error) {
+// Response waits for the final response head and returns its status
+// (200 and up) and header fields, canonicalised as net/http does. It
+// returns the stream's error if the stream failed first, or ctx's cause.
+// The header belongs to the stream: the caller may keep it but not
+// modify it.
+func (s *Stream) Response(ctx context.Context) (status int, header http.Header, err error) {
 	select {
 	case <-s.respReady:
 	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+		return 0, nil, context.Cause(ctx)
 	}
-	if s.resp != nil {
-		return s.resp, nil
+	if s.status != 0 {
+		return s.status, s.header, nil
 	}
-	return nil, s.Err()
+	return 0, nil, s.Err()
 }
 
 // Err returns the stream's terminal error, or nil.
@@ -369,10 +367,10 @@ func (s *Stream) onEnd() {
 }
 
 // onResponse publishes the response head.
-func (s *Stream) onResponse(r *Response) {
+func (s *Stream) onResponse(status int, header http.Header) {
 	s.mu.Lock()
 	if !s.respClosed {
-		s.resp = r
+		s.status, s.header = status, header
 		s.respClosed = true
 		close(s.respReady)
 	}
@@ -383,5 +381,5 @@ func (s *Stream) onResponse(r *Response) {
 func (s *Stream) gotResponse() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.resp != nil
+	return s.status != 0
 }
