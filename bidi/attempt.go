@@ -3,6 +3,7 @@ package bidi
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
@@ -34,7 +35,8 @@ type attempt struct {
 	st     *transport.Stream
 
 	dec  *eventstream.Decoder
-	part wire.Part // the PayloadPart decoded last; aliases dec's buffer
+	part wire.Part   // the PayloadPart decoded last; aliases dec's buffer
+	over atomic.Bool // its stream was seen over (checkOver), once answered
 }
 
 // newAttempt retrieves credentials, signs a new request whose body is

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync/atomic"
 
 	"github.com/aws/smithy-go/logging"
 
@@ -375,33 +374,45 @@ func (s *Session) streamEnded(err error) recvItem {
 // which the engine calls once the stream is over (every byte of it
 // buffered, its end or error known), ends the send side with a stand-in
 // that Recv replaces with the reason once it decodes it (see streamOver);
-// the session's end aborts a and ends the session's telemetry
-// (context.AfterFunc). The notify function runs on the connection's read
-// loop with no engine lock held, and takes only pipe.mu (streamOver), in
-// the documented lock order.
+// the session's end releases a (releaseAnswered, from the context's
+// AfterFunc). The notify function runs on the connection's read loop
+// with no engine lock held, and takes only pipe.mu (streamOver), in the
+// documented lock order.
 func (s *Session) watchEnd(a *attempt) {
-	var over atomic.Bool
-	check := func() {
-		select {
-		case <-a.st.Done():
-			if over.CompareAndSwap(false, true) && s.ctx.Err() == nil {
-				s.streamOver(a.st.Err())
-			}
-		default:
-		}
-	}
 	wake := s.recvWake
 	a.st.SetNotify(func() {
 		signal(wake)
-		check()
+		s.checkOver(a)
 	})
-	check() // the stream may have been over before SetNotify
-	context.AfterFunc(s.ctx, func() {
+	s.checkOver(a) // the stream may have been over before SetNotify
+	s.answeredOpen.Store(a)
+	if s.ctx.Err() != nil {
+		s.releaseAnswered() // the session's end came first
+	}
+}
+
+// checkOver calls streamOver once the answered attempt a's stream is
+// over, unless the session ended first.
+func (s *Session) checkOver(a *attempt) {
+	select {
+	case <-a.st.Done():
+		if a.over.CompareAndSwap(false, true) && s.ctx.Err() == nil {
+			s.streamOver(a.st.Err())
+		}
+	default:
+	}
+}
+
+// releaseAnswered aborts the answered attempt handed over by watchEnd
+// and ends the session's telemetry, once, by whichever of the session's
+// end and watchEnd gets there second.
+func (s *Session) releaseAnswered() {
+	if a := s.answeredOpen.Swap(nil); a != nil {
 		a.abort()
 		if s.obs != nil {
 			s.obs.end(s.endCause())
 		}
-	})
+	}
 }
 
 // streamOver ends the send side once the response stream is over, before

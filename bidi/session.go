@@ -143,6 +143,12 @@ type Session struct {
 	// aborts; set by newAttempt on the run goroutine (and Open's).
 	cur atomic.Pointer[attempt]
 
+	// answeredOpen is the answered attempt that the run goroutine handed
+	// to the session's end (watchEnd) and that is not ended yet: whoever
+	// swaps it out (the session's end, or watchEnd when the session ended
+	// first) aborts it and ends the telemetry, once.
+	answeredOpen atomic.Pointer[attempt]
+
 	// obs traces and measures the session (nil when unobserved); its
 	// methods say which goroutine calls them.
 	obs *sessionObs
@@ -177,10 +183,12 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 	s.pipe.init(c.options.ReplayLimit)
 	s.recvWake = make(chan struct{}, 1)
 	// However the context ends (the one given to Open among the ways),
-	// the session is ended, and a waiting Recv woken.
+	// the session is ended, a waiting Recv woken, and the answered
+	// attempt, if the run goroutine handed it over, released.
 	context.AfterFunc(s.ctx, func() {
 		s.end(s.sessionErr(), endSession, endDefinite)
 		signal(s.recvWake)
+		s.releaseAnswered()
 	})
 	return s
 }
