@@ -76,8 +76,8 @@
 // # Memory and goroutines
 //
 // ServeHTTP returns once a call is relayed: the call runs on two
-// goroutines of its own (one reads the client, one the model), plus its
-// model session's; its timers need none. The goroutine that read a
+// goroutines of its own (one reads the client, one the model); its model
+// session and its timers need none. The goroutine that read a
 // message delivers it itself when nothing is queued its way, so a call
 // that keeps up wakes no other goroutine. Once a peer stops keeping up
 // (a delivery still in progress after one to two milliseconds, which a
@@ -104,21 +104,21 @@
 //
 // Sizing a server. With the default 8 KiB queues to the clients (the
 // queues toward the model hold nothing while the models keep up), a
-// thousand clients
-// that never read (every queue to them full) keep about 37 MiB live and
-// 4,000 goroutines (20 MiB of stacks): the relay's queues 8 MiB, its
-// connections and calls about 5 MiB and three of each call's four
-// goroutines, the model sessions the rest. A connected, silent client
-// costs about 33 KiB. The Go runtime lets the heap grow to twice what is
-// live (GOGC=100) before it collects, so resident memory is about twice
-// the live heap plus the stacks and the program itself (about 100 MiB
-// for that crowd). A server with a memory budget sets a soft limit
-// (GOMEMLIMIT, or runtime/debug.SetMemoryLimit) a little under it, and
-// sizes its calls so that what they keep live, stacks included, stays
-// well below the limit: the collector then runs more often instead of
-// letting the heap double, while a limit at or below what is live makes
-// it run all the time, slowing every call, and is exceeded anyway (see
-// BENCHMARKS.md).
+// thousand clients that never read (every queue to them full) keep about
+// 26 MiB live and 3,000 goroutines (16 MiB of stacks): the relay's
+// queues 8 MiB, its connections and calls about 5 MiB and each call's
+// three goroutines, the model sessions about 5 MiB, contexts the rest. A
+// connected, silent client costs about 24 KiB. The Go runtime lets the
+// heap grow to twice what is live (GOGC=100) before it collects, so
+// resident memory may reach twice the live heap plus the stacks and the
+// program itself (65–110 MiB for that crowd, as the runtime returns
+// pages). A server with a memory budget sets a soft limit (GOMEMLIMIT,
+// or runtime/debug.SetMemoryLimit) a little under it (56 MiB held that
+// crowd at 58–62 MiB resident), and sizes its calls so that what they
+// keep live, stacks included, stays well below the limit: the collector
+// then runs more often instead of letting the heap double, while a limit
+// at or below what is live makes it run all the time, slowing every
+// call, and is exceeded anyway (see BENCHMARKS.md).
 //
 // # Observability
 //
