@@ -176,12 +176,8 @@ func (rs *RotatingSession) settleOlds(failed *generation) {
 			return
 		}
 		failed = nil
-		rs.mu.Lock()
-		var fewer <-chan struct{} // closed when a finisher returns
-		if rs.finishers > 0 {
-			fewer = rs.moved.waitLocked()
-		}
-		rs.mu.Unlock()
+		// fewer is closed when a finisher returns.
+		fewer := rs.waitWhile(func() bool { return rs.finishers > 0 })
 		if fewer == nil {
 			return
 		}

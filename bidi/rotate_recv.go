@@ -96,12 +96,7 @@ func (rs *RotatingSession) Recv(ctx context.Context) (Message, error) {
 		}
 		var settled <-chan struct{} // closed when rs.ended may be settled: then check finalLocked again
 		if rs.ended != nil && !rs.ended.settled.Load() {
-			rs.mu.Lock()
-			if !rs.ended.settled.Load() {
-				settled = rs.moved.waitLocked()
-			}
-			rs.mu.Unlock()
-			if settled == nil {
+			if settled = rs.waitWhile(func() bool { return !rs.ended.settled.Load() }); settled == nil {
 				continue
 			}
 		}
@@ -202,4 +197,16 @@ func withEndReason(err, end error) error {
 		return err
 	}
 	return &reconnectError{Reconnects: re.Reconnects, Err: end}
+}
+
+// waitWhile returns the channel that the session's next broadcast (moved)
+// closes if cond holds under rs.mu, else nil: a waiter for the state cond
+// describes to change then looks again.
+func (rs *RotatingSession) waitWhile(cond func() bool) <-chan struct{} {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !cond() {
+		return nil
+	}
+	return rs.moved.waitLocked()
 }
