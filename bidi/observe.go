@@ -116,9 +116,9 @@ type sessionObs struct {
 	ctx   context.Context // the span's context, for recording
 	start time.Time
 
-	answered bool // owned by the run goroutine
+	answered bool // set by the run goroutine before end can run (see end)
 	gotFirst bool // guarded by the session's receive turn
-	ended    bool // owned by the run goroutine (end is called there once)
+	ended    bool // set by end, which is called once
 }
 
 // startSession starts the session span under ctx's span, if any.
@@ -194,8 +194,9 @@ func (so *sessionObs) sent(n int) {
 	so.o.bytesSent.Add(so.ctx, int64(n), so.o.baseRecordOpt...)
 }
 
-// end ends the span with the session's end reason and error (run
-// goroutine, once, as it exits).
+// end ends the span with the session's end reason and error, once: by
+// the run goroutine as it exits, or, for an answered session, by
+// releaseAnswered when the session ends.
 func (so *sessionObs) end(err error) {
 	if so == nil || so.ended {
 		return
