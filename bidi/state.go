@@ -57,16 +57,17 @@ const (
 // sessionState is a session's phase and its one terminal-error slot: why
 // the session (at least its send side) ended.
 //
-// Owners: err and provisional are guarded by mu, which is the send queue's
-// mutex (sendPipe.mu), so that the session's end and the queue's failure
-// are one step; ph is written under mu and read without it; over is
-// closed when ph first reaches phaseSendOver or later; userClosed is set
-// by Close.
+// Owners: err, provisional and cause are guarded by mu, which is the
+// send queue's mutex (sendPipe.mu), so that the session's end and the
+// queue's failure are one step; ph is written under mu and read without
+// it; over is closed when ph first reaches phaseSendOver or later;
+// userClosed is set by Close.
 type sessionState struct {
 	mu          *sync.Mutex // = &Session.pipe.mu
 	ph          atomic.Uint32
 	err         error
-	provisional bool // err is a stand-in (the stream ended, reason not decoded yet)
+	provisional bool  // err is a stand-in (the stream ended, reason not decoded yet)
+	cause       error // the err of the first end of the whole session: the context's cause
 	over        chan struct{}
 	userClosed  atomic.Bool
 }
@@ -117,8 +118,9 @@ func (s *Session) answered() {
 // records err in the terminal-error slot as mode says and advances the
 // phase: to phaseSendOver for endSendSide, to phaseEnded for endSession,
 // which also fails the send queue (in the same step, under the same lock)
-// and then cancels the session's context with err as cause, which
-// unblocks every call and makes the session's goroutine exit. It reports
+// and then cancels the session's context with the err of the first such
+// end as cause (st.cause), which unblocks every call and makes the
+// session's goroutine exit. It reports
 // whether err was recorded (with endIfOpen, nothing happens when it was
 // not).
 func (s *Session) end(err error, scope endScope, mode endMode) bool {
@@ -138,15 +140,30 @@ func (s *Session) end(err error, scope endScope, mode endMode) bool {
 		st.mu.Unlock()
 		return false
 	}
+	// The first end of the whole session, under the lock, decides the
+	// context's cause: a later one that cancels first (it runs outside
+	// the lock) cancels with that same cause, not its own.
+	var cause error
 	if scope == endSession {
+		if st.cause == nil {
+			st.cause = err
+		}
+		cause = st.cause
 		st.advanceLocked(phaseEnded)
-		s.pipe.failLocked(err)
+		s.pipe.failLocked(cause)
 	} else {
 		st.advanceLocked(phaseSendOver)
 	}
 	st.mu.Unlock()
 	if scope == endSession {
-		s.cancel(err)
+		if h := testHookEnding.Load(); h != nil {
+			(*h)(s)
+		}
+		s.cancel(cause)
 	}
 	return recorded
 }
+
+// testHookEnding, if set (by tests), is called by end between its lock
+// and the context's cancellation, where another end may overtake it.
+var testHookEnding atomic.Pointer[func(*Session)]
