@@ -3,16 +3,11 @@ package transport
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/url"
 	"runtime"
@@ -27,6 +22,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/loopbackcert"
 )
 
 // This file is the test harness: a scriptable raw HTTP/2 server on
@@ -439,7 +435,7 @@ func smallBuffers(network, address string, c syscall.RawConn) error {
 	})
 }
 
-// The test certificate: self-signed, for 127.0.0.1.
+// The test certificate: self-signed, for the loopback addresses.
 var (
 	certOnce  sync.Once
 	serverCfg *tls.Config
@@ -447,35 +443,13 @@ var (
 )
 
 func makeCert() {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		panic(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "transport test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		panic(err)
-	}
-	cert, err := x509.ParseCertificate(der)
+	cert, err := loopbackcert.New("transport test")
 	if err != nil {
 		panic(err)
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	serverCfg = &tls.Config{
-		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
-		NextProtos:   []string{"h2"},
-	}
+	pool.AddCert(cert.Leaf)
+	serverCfg = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}}
 	clientCfg = &tls.Config{RootCAs: pool}
 }
 
