@@ -19,8 +19,9 @@ import (
 // session's attempts, at most one is answered: its stream is the one Recv
 // decodes, and its signer the one Send continues (sendPipe.signer).
 //
-// Owners: n, req, body and cancel are set by newAttempt and read-only
-// after, but for req, which roundTrip drops once the engine has it; st is
+// Owners: n, ctx, head, body and cancel are set by newAttempt and
+// read-only after, but for head, which roundTrip drops once the engine has
+// it; st is
 // set once by roundTrip, on the run goroutine, before the attempt is
 // published in Session.cur, so that whoever loads it from cur (Close,
 // Send's flow-control diagnosis) sees st. dec is set by
@@ -29,7 +30,8 @@ import (
 // holder of the receive turn, which also owns part.
 type attempt struct {
 	n      int
-	req    *http.Request
+	ctx    context.Context
+	head   http.Header
 	body   *reqBody
 	cancel context.CancelFunc
 	st     *transport.Stream
@@ -47,11 +49,7 @@ func (s *Session) newAttempt(n int) (*attempt, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
-	req, seed, err := s.c.newRequest(ctx, s.url, &s.input, creds, s.c.now())
-	if err != nil {
-		cancel()
-		return nil, err
-	}
+	head, seed := s.c.newRequest(&s.input, s.url, creds, s.c.now())
 	body := newReqBody(&s.pipe, eventstream.NewSigner(creds, s.opts.Region, signingName, seed, func(o *eventstream.SignerOptions) {
 		o.Now = s.c.now
 	}))
@@ -61,7 +59,7 @@ func (s *Session) newAttempt(n int) (*attempt, error) {
 		cancel()
 		return nil, err
 	}
-	return &attempt{n: n, req: req, body: body, cancel: cancel}, nil
+	return &attempt{n: n, ctx: ctx, head: head, body: body, cancel: cancel}, nil
 }
 
 // roundTrip opens the attempt's stream on the client's engine, publishes
@@ -69,9 +67,9 @@ func (s *Session) newAttempt(n int) (*attempt, error) {
 // head, which it returns as the session's Response (any status). On an
 // error the attempt is aborted.
 func (a *attempt) roundTrip(s *Session) (*Response, error) {
-	ctx := a.req.Context()
-	st, err := s.c.engine.NewStream(ctx, a.req.URL, a.req.Header, a.body)
-	a.req = nil // the engine took its head: a session need not keep it
+	ctx := a.ctx
+	st, err := s.c.engine.NewStream(ctx, s.url, a.head, a.body)
+	a.head = nil // the engine took it: a session need not keep it
 	if err != nil {
 		return nil, err
 	}

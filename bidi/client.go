@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
@@ -23,11 +22,11 @@ import (
 type Client struct {
 	options   Options
 	engine    *transport.Transport // nil in a Client not built by NewFromConfig
-	signer    *v4.Signer
+	signer    *requestSigner
 	endpoint  *url.URL // resolved service endpoint; nil when err is set
 	err       error    // configuration error, returned by Open
-	userAgent string
-	logOn     bool // a log mode is set and the logger is not logging.Nop
+	userAgent []string // the User-Agent header's value, shared by every request head
+	logOn     bool     // a log mode is set and the logger is not logging.Nop
 
 	// obs records traces and metrics; nil when no provider is set.
 	obs *observer
@@ -51,12 +50,14 @@ type Client struct {
 // FIPS, are reported by [Client.Open], matching [ErrInvalidConfig].
 func NewFromConfig(cfg aws.Config, optFns ...func(*Options)) *Client {
 	o := resolveOptions(cfg, optFns...)
-	c := &Client{options: o, signer: newSigner(), userAgent: userAgent, obs: newObserver(o.TracerProvider, o.MeterProvider)}
+	c := &Client{options: o, signer: newRequestSigner(o.Region, signingName), obs: newObserver(o.TracerProvider, o.MeterProvider)}
 	_, nop := o.Logger.(logging.Nop)
 	c.logOn = !nop && o.ClientLogMode != 0
+	ua := userAgent
 	if o.AppID != "" {
-		c.userAgent += " app/" + o.AppID
+		ua += " app/" + o.AppID
 	}
+	c.userAgent = []string{ua}
 	if err := o.validate(); err != nil {
 		c.err = err
 	} else if u, err := o.endpoint(); err != nil {

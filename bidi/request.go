@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-
-	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 )
 
 // Wire constants of the request (docs/wire.md §3).
@@ -19,18 +16,15 @@ const (
 	contentTypeEventStream = "application/vnd.amazon.eventstream"
 	streamingPayloadHash   = "STREAMING-AWS4-HMAC-SHA256-EVENTS"
 
-	headerContentSHA256        = "X-Amz-Content-Sha256"
-	headerTargetVariant        = "X-Amzn-Sagemaker-Target-Variant"
-	headerModelInvocationPath  = "X-Amzn-Sagemaker-Model-Invocation-Path"
-	headerModelQueryString     = "X-Amzn-Sagemaker-Model-Query-String"
-	headerInvokedVariant       = "X-Amzn-Invoked-Production-Variant"
-	headerRequestID            = "X-Amzn-Requestid"
-	headerAlternateRequestID   = "X-Amz-Request-Id"
-	userAgent                  = "sagemaker-bidi-go/" + moduleVersion
-	credentialsErrorPrefix     = "bidi: retrieving credentials"
-	signingErrorPrefix         = "bidi: signing the request"
-	seedErrorPrefix            = "bidi: reading the request signature"
-	requestConstructionMessage = "bidi: building the request"
+	headerContentSHA256       = "X-Amz-Content-Sha256"
+	headerTargetVariant       = "X-Amzn-Sagemaker-Target-Variant"
+	headerModelInvocationPath = "X-Amzn-Sagemaker-Model-Invocation-Path"
+	headerModelQueryString    = "X-Amzn-Sagemaker-Model-Query-String"
+	headerInvokedVariant      = "X-Amzn-Invoked-Production-Variant"
+	headerRequestID           = "X-Amzn-Requestid"
+	headerAlternateRequestID  = "X-Amz-Request-Id"
+	userAgent                 = "sagemaker-bidi-go/" + moduleVersion
+	credentialsErrorPrefix    = "bidi: retrieving credentials"
 )
 
 // moduleVersion is the version of this module, sent in the User-Agent header.
@@ -93,19 +87,21 @@ func retrieveFrom(ctx context.Context, provider aws.CredentialsProvider) (aws.Cr
 	}
 }
 
-// newRequest builds the signed POST that opens a stream (docs/wire.md §3) and
-// returns it with the seed of the event signature chain: the request's own
-// signature.
-func (c *Client) newRequest(ctx context.Context, u *url.URL, in *OpenInput, creds aws.Credentials, now time.Time) (*http.Request, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", requestConstructionMessage, err)
-	}
-	req.ContentLength = -1
-	h := req.Header
-	h["Content-Type"] = []string{contentTypeEventStream}
-	h[headerContentSHA256] = []string{streamingPayloadHash}
-	h["User-Agent"] = []string{c.userAgent}
+// The values of the headers every request carries, shared by the heads of
+// all requests: nothing writes to a request head once it is built.
+var (
+	contentTypeValue = []string{contentTypeEventStream}
+	payloadHashValue = []string{streamingPayloadHash}
+)
+
+// newRequest builds the signed head of the POST to u that opens a stream
+// (docs/wire.md §3) and returns it with the seed of the event signature
+// chain: the request's own signature.
+func (c *Client) newRequest(in *OpenInput, u *url.URL, creds aws.Credentials, now time.Time) (http.Header, []byte) {
+	h := make(http.Header, 8)
+	h["Content-Type"] = contentTypeValue
+	h[headerContentSHA256] = payloadHashValue
+	h["User-Agent"] = c.userAgent
 	if in.TargetVariant != "" {
 		h[headerTargetVariant] = []string{in.TargetVariant}
 	}
@@ -115,22 +111,6 @@ func (c *Client) newRequest(ctx context.Context, u *url.URL, in *OpenInput, cred
 	if in.ModelQueryString != "" {
 		h[headerModelQueryString] = []string{in.ModelQueryString}
 	}
-	if err := c.signer.SignHTTP(ctx, creds, req, streamingPayloadHash, signingName, c.options.Region, now); err != nil {
-		// The signer's errors name the missing piece, never a secret.
-		return nil, nil, fmt.Errorf("%s: %w", signingErrorPrefix, err)
-	}
-	seed, err := eventstream.SeedFromAuthorization(req.Header.Get("Authorization"))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", seedErrorPrefix, err)
-	}
-	return req, seed, nil
-}
-
-// newSigner is v4.NewSigner configured for this service: no logging of
-// canonical strings, standard (double) path escaping.
-func newSigner() *v4.Signer {
-	return v4.NewSigner(func(o *v4.SignerOptions) {
-		o.LogSigning = false
-		o.DisableURIPathEscaping = false
-	})
+	sig := c.signer.sign(h, u, creds, now)
+	return h, sig[:]
 }
