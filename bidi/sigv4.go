@@ -7,10 +7,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/sigv4"
 )
 
 // requestSigner signs the request that opens a stream with AWS Signature
@@ -28,25 +29,17 @@ import (
 // BenchmarkRequestSigning measures both. biditest verifies signatures with
 // code of its own, so that the two sides do not share a mistake.
 //
-// A client has one requestSigner, used by its sessions concurrently. The
-// signing key of the last day, secret and region it signed for is kept:
-// it changes once a day, and deriving it costs four HMACs. mu guards the
-// cached key; region and service are set at construction.
+// A client has one requestSigner, used by its sessions concurrently; its
+// fields are set at construction. Signing keys come from
+// internal/sigv4's cache, shared with the sessions' event signers.
 type requestSigner struct {
 	region  string
 	service string
-
-	mu     sync.Mutex
-	secret string // the secret the key was derived from
-	day    [len(shortDateFormat)]byte
-	key    [sha256.Size]byte
-	valid  bool
 }
 
 // SigV4 names and formats of the request signature.
 const (
 	sigV4Algorithm     = "AWS4-HMAC-SHA256"
-	sigV4Terminator    = "aws4_request"
 	amzDateFormat      = "20060102T150405Z"
 	shortDateFormat    = "20060102"
 	headerAmzDate      = "X-Amz-Date"
@@ -61,49 +54,68 @@ func newRequestSigner(region, service string) *requestSigner {
 // sign signs the request to u whose header is h, with creds at now. It
 // adds the signature headers to h and returns the signature.
 func (rs *requestSigner) sign(h http.Header, u *url.URL, creds aws.Credentials, now time.Time) [sha256.Size]byte {
-	t := now.UTC()
 	var dateBuf [len(amzDateFormat)]byte
-	amzDate := string(t.AppendFormat(dateBuf[:0], amzDateFormat))
-	h[headerAmzDate] = []string{amzDate}
+	date := now.UTC().AppendFormat(dateBuf[:0], amzDateFormat)
+	day := date[:len(shortDateFormat)]
+	// The values of the three headers added: one array.
+	added := new([3]string)
 	if creds.SessionToken != "" {
-		h[headerAmzToken] = []string{creds.SessionToken}
+		added[2] = creds.SessionToken
+		h[headerAmzToken] = added[2:3:3]
 	}
 
-	// The signed headers: host and every header of h but those SigV4
-	// leaves out, lower-cased and sorted.
-	var namesBuf [16]string
-	names := append(namesBuf[:0], "host")
-	for k := range h {
-		if sigV4Ignored(k) || strings.EqualFold(k, "Content-Length") {
+	// The signed headers: host, X-Amz-Date (set at the end) and every
+	// header of h but those SigV4 leaves out, by lower-case name.
+	var signedBuf [16]signedHeader
+	signed := append(signedBuf[:0], signedHeader{name: "host", from: fromURL}, signedHeader{name: "x-amz-date", from: fromDate})
+	for k, vs := range h {
+		if k == headerAmzDate || sigV4Ignored(k) || strings.EqualFold(k, "Content-Length") {
 			continue
 		}
-		names = append(names, lowerHeaderName(k))
+		signed = append(signed, signedHeader{name: lowerHeaderName(k), values: vs})
 	}
-	slices.Sort(names)
-	names = slices.Compact(names) // keys that differ only in case: their values are merged below
+	slices.SortFunc(signed, func(a, b signedHeader) int { return strings.Compare(a.name, b.name) })
 
-	b := make([]byte, 0, 1024)
-	b = append(b, http.MethodPost...)
+	var buf [1024]byte
+	b := append(buf[:0], http.MethodPost...)
 	b = append(b, '\n')
 	b = appendSigV4Path(b, canonicalPath(u))
 	b = append(b, '\n', '\n') // and an empty canonical query string
-	for _, name := range names {
-		b = append(b, name...)
-		b = append(b, ':')
-		if name == "host" {
+	for i, sh := range signed {
+		switch {
+		case sh.from == fromURL:
+			b = append(b, "host:"...)
 			b = appendStripped(b, signingHost(u))
-		} else {
-			b = appendHeaderValues(b, h, name)
+		case sh.from == fromDate:
+			b = append(b, "x-amz-date:"...)
+			b = append(b, date...)
+		case i > 0 && signed[i-1].name == sh.name:
+			// A key that differs from the last only in case: its values
+			// join the line.
+			b = b[:len(b)-1]
+			b = append(b, ',')
+		default:
+			b = append(b, sh.name...)
+			b = append(b, ':')
+		}
+		for j, v := range sh.values {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendStripped(b, strings.TrimSpace(v))
 		}
 		b = append(b, '\n')
 	}
 	b = append(b, '\n')
 	signedStart := len(b)
-	for i, name := range names {
+	for i, sh := range signed {
+		if i > 0 && signed[i-1].name == sh.name {
+			continue
+		}
 		if i > 0 {
 			b = append(b, ';')
 		}
-		b = append(b, name...)
+		b = append(b, sh.name...)
 	}
 	signedEnd := len(b)
 	b = append(b, '\n')
@@ -113,24 +125,26 @@ func (rs *requestSigner) sign(h http.Header, u *url.URL, creds aws.Credentials, 
 	// The string to sign, after the canonical request in the same buffer.
 	stsStart := len(b)
 	b = append(b, sigV4Algorithm+"\n"...)
-	b = append(b, amzDate...)
+	b = append(b, date...)
 	b = append(b, '\n')
 	scopeStart := len(b)
-	b = append(b, amzDate[:len(shortDateFormat)]...)
+	b = append(b, day...)
 	b = append(b, '/')
 	b = append(b, rs.region...)
 	b = append(b, '/')
 	b = append(b, rs.service...)
-	b = append(b, "/"+sigV4Terminator...)
+	b = append(b, "/"+sigv4.Terminator...)
 	scopeEnd := len(b)
 	b = append(b, '\n')
 	b = hex.AppendEncode(b, creqHash[:])
-	key := rs.signingKey(creds.SecretAccessKey, amzDate[:len(shortDateFormat)])
-	sig := hmacSHA256(&key, b[stsStart:])
+	key := sigv4.SigningKey(creds.SecretAccessKey, day, rs.region, rs.service)
+	sig := sigv4.HMAC(key[:], b[stsStart:])
 	clear(key[:])
 
-	// Authorization, after the string to sign.
-	authStart := len(b)
+	// X-Amz-Date and Authorization, after the string to sign, made one
+	// string.
+	outStart := len(b)
+	b = append(b, date...)
 	b = append(b, sigV4Algorithm+" Credential="...)
 	b = append(b, creds.AccessKeyID...)
 	b = append(b, '/')
@@ -139,9 +153,29 @@ func (rs *requestSigner) sign(h http.Header, u *url.URL, creds aws.Credentials, 
 	b = append(b, b[signedStart:signedEnd]...)
 	b = append(b, ", Signature="...)
 	b = hex.AppendEncode(b, sig[:])
-	h[headerAuthorizaton] = []string{string(b[authStart:])}
+	out := string(b[outStart:])
+	added[0], added[1] = out[:len(date)], out[len(date):]
+	h[headerAmzDate] = added[0:1:1]
+	h[headerAuthorizaton] = added[1:2:2]
 	return sig
 }
+
+// signedHeader is a header of the canonical request: its lower-case name
+// and where its value comes from.
+type signedHeader struct {
+	name   string
+	from   valueSource
+	values []string // fromHeader: the header's values
+}
+
+// valueSource says where a signed header's value comes from.
+type valueSource uint8
+
+const (
+	fromHeader valueSource = iota // the request's header map
+	fromURL                       // host: the URL's host
+	fromDate                      // x-amz-date: the signing time
+)
 
 // sigV4Ignored reports whether SigV4 signing leaves header k (as written
 // in the header map) out of the signature, as the SDK does.
@@ -273,59 +307,4 @@ func signingHost(u *url.URL) string {
 		return strings.TrimPrefix(host[:i], "[")
 	}
 	return host[:colon]
-}
-
-// signingKey returns the SigV4 signing key for secret on day (yyyymmdd),
-// the client's region and its service, deriving it when it is not the
-// cached one.
-func (rs *requestSigner) signingKey(secret, day string) [sha256.Size]byte {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.valid && rs.secret == secret && string(rs.day[:]) == day {
-		return rs.key
-	}
-	// kSigning = HMAC(HMAC(HMAC(HMAC("AWS4"+secret, day), region), service), "aws4_request")
-	secretKey := make([]byte, 0, 4+len(secret))
-	secretKey = append(append(secretKey, "AWS4"...), secret...)
-	k := hmacSHA256Key(secretKey, []byte(day))
-	clear(secretKey)
-	k = hmacSHA256(&k, []byte(rs.region))
-	k = hmacSHA256(&k, []byte(rs.service))
-	k = hmacSHA256(&k, []byte(sigV4Terminator))
-	rs.secret, rs.key, rs.valid = secret, k, true
-	copy(rs.day[:], day)
-	return k
-}
-
-// hmacSHA256 returns HMAC-SHA256 with a 32-byte key.
-func hmacSHA256(key *[sha256.Size]byte, data []byte) [sha256.Size]byte {
-	return hmacSHA256Key(key[:], data)
-}
-
-// hmacSHA256Key returns HMAC-SHA256(key, data) (RFC 2104).
-func hmacSHA256Key(key, data []byte) [sha256.Size]byte {
-	var pad [sha256.BlockSize]byte
-	if len(key) > sha256.BlockSize {
-		sum := sha256.Sum256(key)
-		copy(pad[:], sum[:])
-	} else {
-		copy(pad[:], key)
-	}
-	for i := range pad {
-		pad[i] ^= 0x36
-	}
-	inner := sha256.New()
-	inner.Write(pad[:])
-	inner.Write(data)
-	var sum [sha256.Size]byte
-	inner.Sum(sum[:0])
-	for i := range pad {
-		pad[i] ^= 0x36 ^ 0x5c
-	}
-	outer := sha256.New()
-	outer.Write(pad[:])
-	outer.Write(sum[:])
-	outer.Sum(sum[:0])
-	clear(pad[:])
-	return sum
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/sigv4"
 )
 
 // Header names of a signed envelope.
@@ -40,10 +42,9 @@ type chain struct {
 	region  string
 	service string
 
-	day     []byte            // yyyymmdd of the derived key; empty until one is
-	key     [sha256.Size]byte // the signing key for day
-	scratch []byte            // for key derivation
-	pad     [sha256.BlockSize]byte
+	day []byte            // yyyymmdd of the derived key; empty until one is
+	key [sha256.Size]byte // the signing key for day
+	pad [sha256.BlockSize]byte
 
 	// HMAC-SHA256 keyed with the signing key for day, computed with two
 	// SHA-256 states: inner starts from innerStart, the state after the
@@ -204,29 +205,16 @@ func restore(h hash.Hash, state []byte) {
 	}
 }
 
-// setKey derives the signing key for day and prepares the HMAC states.
-// The derivation reuses the chain's two SHA-256 states, so it allocates
-// nothing after the first time.
+// setKey takes the signing key for day (from internal/sigv4, which
+// derives it once for every chain and request signer of the process) and
+// prepares the HMAC states.
 func (c *chain) setKey(day []byte) {
 	c.day = append(c.day[:0], day...)
 	if c.inner == nil {
 		c.inner, c.outer = sha256.New(), sha256.New()
 	}
-	// kSigning = HMAC(HMAC(HMAC(HMAC("AWS4"+secret, day), region), service), "aws4_request")
-	key := &c.key
-	buf := append(c.scratch[:0], "AWS4"...)
-	buf = append(buf, c.secret...)
-	c.hmacSum(key, buf, c.day)
-	buf = append(buf[:0], c.region...)
-	c.hmacSum(key, key[:], buf)
-	buf = append(buf[:0], c.service...)
-	c.hmacSum(key, key[:], buf)
-	buf = append(buf[:0], "aws4_request"...)
-	c.hmacSum(key, key[:], buf)
-	clear(buf[:cap(buf)]) // the secret
-	c.scratch = buf[:0]
-
-	c.setPads(key[:])
+	c.key = sigv4.SigningKey(c.secret, c.day, c.region, c.service)
+	c.setPads(c.key[:])
 	c.innerPad = snapshot(c.innerPad[:0], c.inner)
 	c.outerStart = snapshot(c.outerStart[:0], c.outer)
 }
@@ -253,16 +241,6 @@ func (c *chain) setPads(key []byte) {
 	}
 	c.outer.Reset()
 	c.outer.Write(pad[:])
-}
-
-// hmacSum sets out to HMAC-SHA256(key, data), using the chain's SHA-256
-// states. out may alias key.
-func (c *chain) hmacSum(out *[sha256.Size]byte, key, data []byte) {
-	c.setPads(key)
-	c.inner.Write(data)
-	c.inner.Sum(c.sum[:0])
-	c.outer.Write(c.sum[:])
-	c.outer.Sum(out[:0])
 }
 
 // setPrefix formats the part of the string to sign that depends on the
