@@ -40,6 +40,28 @@ type Client struct {
 	// client's sessions share. Unlike a mutex, waiting for it is bounded by
 	// the sender's context and session.
 	padLock ctxLock
+
+	// lastURL is the invocation URL of the endpoint opened last, which
+	// the sessions opened to that endpoint share: nothing modifies a
+	// session's URL.
+	lastURL atomic.Pointer[endpointURL]
+}
+
+// endpointURL is an endpoint's name and invocation URL.
+type endpointURL struct {
+	name string
+	u    *url.URL
+}
+
+// invocationURL returns the URL that opens a stream with the endpoint
+// named name: the one of the endpoint opened last if it is the same.
+func (c *Client) invocationURL(name string) *url.URL {
+	if last := c.lastURL.Load(); last != nil && last.name == name {
+		return last.u
+	}
+	u := invocationURL(c.endpoint, name)
+	c.lastURL.Store(&endpointURL{name: name, u: u})
+	return u
 }
 
 // NewFromConfig returns a Client configured from cfg (region, credentials,

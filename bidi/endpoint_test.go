@@ -2,6 +2,7 @@ package bidi
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -289,5 +290,28 @@ func TestEndpointInvocationURL(t *testing.T) {
 		if base.String() != before {
 			t.Errorf("invocationURL modified base: %s", base)
 		}
+	}
+}
+
+// TestClientReusesInvocationURL opens endpoints in turns on one client's
+// URL cache: the same endpoint twice in a row shares its URL, and every
+// answer is its endpoint's.
+func TestClientReusesInvocationURL(t *testing.T) {
+	base, err := parseBaseEndpoint("https://runtime.sagemaker.us-west-2.amazonaws.com:8443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Client{endpoint: base}
+	var prevName string
+	var prev *url.URL
+	for i, name := range []string{"a", "a", "b", "a", "b", "b"} {
+		u := c.invocationURL(name)
+		if want := invocationURL(base, name).String(); u.String() != want {
+			t.Fatalf("open %d of %q: URL %s, want %s", i, name, u, want)
+		}
+		if name == prevName && u != prev {
+			t.Fatalf("open %d of %q: a new URL for the endpoint opened last", i, name)
+		}
+		prevName, prev = name, u
 	}
 }

@@ -91,7 +91,7 @@ type Session struct {
 	c     *Client
 	opts  *Options
 	input OpenInput
-	url   *url.URL
+	url   *url.URL // shared with the client and its other sessions: read-only
 
 	// ctx is the session's lifetime, derived from Open's context; every
 	// HTTP attempt's context derives from it. It is cancelled, with the
@@ -164,7 +164,7 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 		c:          c,
 		opts:       &c.options,
 		input:      *in,
-		url:        invocationURL(c.endpoint, in.EndpointName),
+		url:        c.invocationURL(in.EndpointName),
 		maxPart:    c.options.MaxPartSize,
 		respReady:  make(chan struct{}),
 		asm:        *newReassembler(c.options.MaxMessageSize),

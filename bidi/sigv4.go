@@ -209,26 +209,6 @@ func lowerHeaderName(k string) string {
 	return strings.ToLower(k)
 }
 
-// appendHeaderValues appends the canonical value of the header whose
-// lower-case name is name: every value of every key of h with that name,
-// each trimmed and with runs of spaces collapsed, joined by commas.
-func appendHeaderValues(b []byte, h http.Header, name string) []byte {
-	first := true
-	for k, vs := range h {
-		if !strings.EqualFold(k, name) || sigV4Ignored(k) {
-			continue
-		}
-		for _, v := range vs {
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = appendStripped(b, strings.TrimSpace(v))
-		}
-	}
-	return b
-}
-
 // appendStripped appends v without leading and trailing spaces and with
 // every run of inner spaces collapsed to one (only ' ', as SigV4 says).
 func appendStripped(b []byte, v string) []byte {

@@ -131,7 +131,7 @@ func AppendHeaders(dst []byte, h Headers) ([]byte, error) {
 // bytes alias b. A name equal to the one at the same position in h's
 // previous contents reuses that string, so a stream whose messages repeat
 // their headers decodes without allocating; other names are interned
-// through names when it is not nil.
+// through names (which may be nil).
 func decodeHeaders(b []byte, h Headers, maxHeaders int, names *nameCache) (Headers, error) {
 	prev := h[:cap(h)]
 	h = h[:0]
@@ -196,14 +196,44 @@ func decodeHeaders(b []byte, h Headers, maxHeaders int, names *nameCache) (Heade
 		var name string
 		if i := len(h); i < len(prev) && prev[i].Name == string(nameBytes) {
 			name = prev[i].Name
-		} else if names != nil {
-			name = names.intern(nameBytes)
 		} else {
-			name = string(nameBytes)
+			name = names.intern(nameBytes)
 		}
 		h = append(h, Header{Name: name, Value: v})
 	}
 	return h, nil
+}
+
+// commonName returns the header name b as a constant string when it is
+// one that event streams commonly carry (the protocol's own and
+// SageMaker's PayloadPart headers), so that a new decoder's first messages
+// allocate no names; else "".
+func commonName(b []byte) string {
+	switch string(b) {
+	case ":message-type":
+		return ":message-type"
+	case ":event-type":
+		return ":event-type"
+	case ":content-type":
+		return ":content-type"
+	case ":exception-type":
+		return ":exception-type"
+	case ":error-code":
+		return ":error-code"
+	case ":error-message":
+		return ":error-message"
+	case DateHeader:
+		return DateHeader
+	case ChunkSignatureHeader:
+		return ChunkSignatureHeader
+	case "DataType":
+		return "DataType"
+	case "CompletionState":
+		return "CompletionState"
+	case "P":
+		return "P"
+	}
+	return ""
 }
 
 // nameCache interns header names so that decoding a stream whose messages
@@ -214,7 +244,16 @@ type nameCache struct {
 
 const maxCachedNames = 256
 
+// intern returns b as a string: a common name's constant, else the cached
+// string, else a new one, cached while there is room. A nil cache only
+// knows the common names.
 func (c *nameCache) intern(b []byte) string {
+	if s := commonName(b); s != "" {
+		return s
+	}
+	if c == nil {
+		return string(b)
+	}
 	if s, ok := c.m[string(b)]; ok {
 		return s
 	}

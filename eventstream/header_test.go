@@ -122,3 +122,38 @@ func TestErrorMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestCommonNamesAllocateNothing decodes the headers of a SageMaker
+// PayloadPart event with a decoder's fresh name cache: its names are
+// constants, so nothing is allocated, while a name of its own costs a
+// string.
+func TestCommonNamesAllocateNothing(t *testing.T) {
+	common := Headers{
+		{":message-type", StringValue("event")},
+		{":event-type", StringValue("PayloadPart")},
+		{":content-type", StringValue("application/octet-stream")},
+		{"DataType", StringValue("BINARY")},
+		{"CompletionState", StringValue("COMPLETE")},
+		{"P", StringValue("xyz")},
+	}
+	custom := append(common[:len(common):len(common)], Header{"x-custom", StringValue("v")})
+	for _, tc := range []struct {
+		h    Headers
+		none bool
+	}{{common, true}, {custom, false}} {
+		block, err := AppendHeaders(nil, tc.h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := make(Headers, 8) // room for every header, no names to reuse
+		got := testing.AllocsPerRun(100, func() {
+			clear(dst)
+			if _, err := decodeHeaders(block, dst[:0], 32, &nameCache{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if (got == 0) != tc.none {
+			t.Errorf("%d headers: %v allocations, want none: %v", len(tc.h), got, tc.none)
+		}
+	}
+}
