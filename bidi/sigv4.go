@@ -21,7 +21,7 @@ import (
 // signature, the seed of the event signature chain.
 //
 // It replaces the SDK's signer on the path of every Open: the general
-// signer builds the canonical request from an *http.Request in about 40
+// signer builds the canonical request from an *http.Request in about 50
 // allocations; this one knows the request's shape (a POST without query
 // whose body is signed per event) and builds it in one buffer. The SDK's
 // signer remains the reference: TestRequestSignatureMatchesSDK and
@@ -39,12 +39,12 @@ type requestSigner struct {
 
 // SigV4 names and formats of the request signature.
 const (
-	sigV4Algorithm     = "AWS4-HMAC-SHA256"
-	amzDateFormat      = "20060102T150405Z"
-	shortDateFormat    = "20060102"
-	headerAmzDate      = "X-Amz-Date"
-	headerAmzToken     = "X-Amz-Security-Token"
-	headerAuthorizaton = "Authorization"
+	sigV4Algorithm      = "AWS4-HMAC-SHA256"
+	amzDateFormat       = "20060102T150405Z"
+	shortDateFormat     = "20060102"
+	headerAmzDate       = "X-Amz-Date"
+	headerAmzToken      = "X-Amz-Security-Token"
+	headerAuthorization = "Authorization"
 )
 
 func newRequestSigner(region, service string) *requestSigner {
@@ -156,7 +156,7 @@ func (rs *requestSigner) sign(h http.Header, u *url.URL, creds aws.Credentials, 
 	out := string(b[outStart:])
 	added[0], added[1] = out[:len(date)], out[len(date):]
 	h[headerAmzDate] = added[0:1:1]
-	h[headerAuthorizaton] = added[1:2:2]
+	h[headerAuthorization] = added[1:2:2]
 	return sig
 }
 
@@ -195,8 +195,6 @@ func lowerHeaderName(k string) string {
 		return "content-type"
 	case headerContentSHA256:
 		return "x-amz-content-sha256"
-	case headerAmzDate:
-		return "x-amz-date"
 	case headerAmzToken:
 		return "x-amz-security-token"
 	case headerTargetVariant:

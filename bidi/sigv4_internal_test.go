@@ -26,7 +26,7 @@ func sdkSignedHead(t testing.TB, region, userAgent string, in *OpenInput, u *url
 	req.ContentLength = -1
 	c := &Client{userAgent: []string{userAgent}, signer: newRequestSigner(region, signingName)}
 	h, _ := c.newRequest(in, u, creds, now)
-	for _, k := range []string{headerAmzDate, headerAmzToken, headerAuthorizaton} {
+	for _, k := range []string{headerAmzDate, headerAmzToken, headerAuthorization} {
 		delete(h, k)
 	}
 	req.Header = h
