@@ -96,7 +96,11 @@ type Rotation struct {
 	// finishes, the current stream is replaced too, and the successor is
 	// sent the window from the failed stream's messages on
 	// (RotationOverlapFault), also when the input has ended meanwhile
-	// (CloseSend or Finish): the successor is then finished in turn.
+	// (CloseSend or Finish): the successor is then finished in turn. So
+	// is the stream that was current when Finish ended the input: if it
+	// fails while it finishes, with messages of the window unanswered,
+	// a successor is sent them (RotationOverlapFault) and finished in
+	// turn, and Finish reports the successor's end instead of the failure.
 	// Messages sent with SendPart are not kept. 0 with ReplayBytes 0
 	// means no replay.
 	ReplayWindow time.Duration
@@ -293,7 +297,9 @@ func (e *reconnectError) Unwrap() error { return e.Err }
 //
 // Lifetime: Finish ends the call gracefully (every reply of every stream
 // still returned by Recv); CloseSend ends the input at once. No stream is
-// opened after either, and Recv returns the remaining replies, then
+// opened after either (but, with replay on, the successor of a stream
+// that fails while it finishes: see Rotation.ReplayWindow), and Recv
+// returns the remaining replies, then
 // io.EOF, or the error that ended the last stream. Close (or cancelling
 // the context given to OpenRotating) ends every stream at once, unblocks
 // every pending call, which then returns [ErrSessionClosed] (or the

@@ -988,3 +988,84 @@ func TestRotationOverlapFaultAfterInputEnded(t *testing.T) {
 		}
 	}
 }
+
+// The stream that is current when Finish ends the input may fail while it
+// finishes too (a reset while its model still owes answers): with replay
+// on it is replaced as a stream rotated away from would be
+// (RotationOverlapFault), the successor is sent the replay window and
+// finished in turn, and Finish and Recv end cleanly with every frame
+// answered.
+func TestRotationFinishRecoversCurrentStream(t *testing.T) {
+	var first atomic.Pointer[biditest.Stream]
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		if st.Accept() != nil {
+			return
+		}
+		if first.CompareAndSwap(nil, st) {
+			// Stream 1 reads its frames and answers none; when its
+			// input ends (the call's Finish), it fails.
+			for {
+				if _, err := st.Recv(); err != nil {
+					break
+				}
+			}
+			st.Reset()
+			return
+		}
+		for {
+			m, err := st.Recv()
+			if err != nil {
+				return
+			}
+			if st.Send(m) != nil {
+				return
+			}
+		}
+	}))
+	ctx := testCtx(t)
+	r := &bidi.Rotation{After: -1, ReplayWindow: time.Minute, FinishQuiet: 50 * time.Millisecond}
+	start, items := receiveAll(r, 1<<10)
+	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "call", AwaitResponse: true}, r)
+	if err != nil {
+		t.Fatalf("OpenRotating: %v", err)
+	}
+	defer rs.Close()
+	start(ctx, rs)
+	const frames = 10
+	for i := range frames {
+		if err := rs.Send(ctx, bidi.Binary(audioFrame(uint32(i)))); err != nil {
+			t.Fatalf("Send %d: %v", i, err)
+		}
+	}
+	finished := make(chan error, 1)
+	go func() { finished <- rs.Finish(ctx, 50*time.Millisecond) }()
+	answers := make([][]int, frames) // by frame, the streams that answered it
+	var events []bidi.RotationEvent
+	var final error
+	for it := range items {
+		switch {
+		case it.ev != nil:
+			events = append(events, *it.ev)
+		case it.err != nil:
+			final = it.err
+		case it.end == 0:
+			f := binary.BigEndian.Uint32(it.msg.Data)
+			if int(f) >= frames || !bytes.Equal(it.msg.Data, audioFrame(f)) {
+				t.Fatalf("reply %d bytes, not a frame sent", len(it.msg.Data))
+			}
+			answers[f] = append(answers[f], it.gen)
+		}
+	}
+	if err := <-finished; err != nil || final != io.EOF {
+		t.Fatalf("Finish: %v, Recv ended with %v; want nil and io.EOF (events %+v)", err, final, events)
+	}
+	if len(events) != 1 || events[0].Reason != bidi.RotationOverlapFault || events[0].From != 1 || events[0].To != 2 ||
+		events[0].Err == nil || events[0].ReplayFrom != 0 || events[0].Replayed != frames {
+		t.Fatalf("events %+v, want one overlap fault 1 -> 2 replaying all %d frames", events, frames)
+	}
+	for f, gens := range answers {
+		if !slices.Equal(gens, []int{2}) {
+			t.Errorf("frame %d answered by streams %v, want [2]", f, gens)
+		}
+	}
+}

@@ -258,12 +258,30 @@ func (rs *RotatingSession) finishOld(g *generation) {
 	} else {
 		g.sess.CloseSend()
 	}
-	if rs.replay == nil {
-		return
+	if rs.replay != nil {
+		rs.reportEnd(rs.ctx, g)
 	}
+}
+
+// finishedCurrent is Finish's part in settleOlds for the stream that was
+// current when the input ended: its verdict, then its end as a finisher.
+// If it failed, the rotator has recovered it (g.recovered) once
+// rs.stopped is set. ctx bounds the wait for the verdict.
+func (rs *RotatingSession) finishedCurrent(ctx context.Context, g *generation) {
+	rs.reportEnd(ctx, g)
+	rs.mu.Lock()
+	rs.finishers--
+	rs.moved.wakeLocked() // for settleOlds
+	rs.mu.Unlock()
+}
+
+// reportEnd tells the replay window how g, which finished, ended: the
+// messages it received last are forgotten after a clean end; after a
+// failure the rotator is told (settleOlds), to replay them to a successor.
+func (rs *RotatingSession) reportEnd(ctx context.Context, g *generation) {
 	// The verdict is the end its pump saw, which Finish may not know yet
 	// (a failed Send's error may only say that the stream is over).
-	if rs.waitUntil(rs.ctx, &g.pumped, nil, nil) != nil {
+	if rs.waitUntil(ctx, &g.pumped, rs.ctx.Done(), nil) != nil {
 		return
 	}
 	err := finishError(g.pumpErr)
@@ -275,7 +293,7 @@ func (rs *RotatingSession) finishOld(g *generation) {
 		return
 	}
 	g.endAt = time.Now()
-	rs.toRotator(rs.ctx, rotatorMsg{failed: g}) // nobody to tell once the rotator exited or the session closed
+	rs.toRotator(ctx, rotatorMsg{failed: g}) // nobody to tell once the rotator exited or the session closed
 }
 
 // uncovered reports whether the window holds messages that old, which

@@ -147,19 +147,29 @@ func (rs *RotatingSession) inputEnded() bool { return isClosed(rs.inputDone) }
 
 // endInput ends the call's input (holding the send turn): no stream is
 // opened after it, and a rotation in progress is abandoned. It returns
-// the current stream, or nil when the input had already ended.
-func (rs *RotatingSession) endInput(ctx context.Context) (*generation, error) {
+// the current stream, or nil when the input had already ended. With
+// finishing set (Finish) and replay on, the current stream counts among
+// the streams finishing (rs.finishers) from the moment the input ends,
+// so that the rotator stays for its verdict (settleOlds); ended reports
+// whether this call ended the input, and the caller then owes
+// finishedCurrent.
+func (rs *RotatingSession) endInput(ctx context.Context, finishing bool) (g *generation, ended bool, err error) {
 	if err := rs.lockSend(ctx); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer rs.unlockSend()
 	if rs.partOpen {
-		return nil, errMessageInProgress
+		return nil, false, errMessageInProgress
 	}
 	if rs.sendClosed {
-		return rs.cur, nil
+		return rs.cur, false, nil
 	}
 	rs.sendClosed = true
+	if finishing && rs.replay != nil {
+		rs.mu.Lock()
+		rs.finishers++
+		rs.mu.Unlock()
+	}
 	close(rs.inputDone)
 	if rs.replay == nil {
 		// With replay on, the rotator settles the last stream once the
@@ -167,7 +177,7 @@ func (rs *RotatingSession) endInput(ctx context.Context) (*generation, error) {
 		// (settleOlds).
 		rs.settle(rs.cur, nil)
 	}
-	return rs.cur, nil
+	return rs.cur, true, nil
 }
 
 // CloseSend ends the input at once: the current stream gets its end frame
@@ -179,7 +189,7 @@ func (rs *RotatingSession) endInput(ctx context.Context) (*generation, error) {
 // ended early, or an error inside a message begun with
 // SendPart. Calling it again does nothing.
 func (rs *RotatingSession) CloseSend() error {
-	g, err := rs.endInput(context.Background())
+	g, _, err := rs.endInput(context.Background(), false)
 	if err != nil {
 		return err
 	}
@@ -188,12 +198,13 @@ func (rs *RotatingSession) CloseSend() error {
 
 // Finish ends the call without losing the model's last answers, with the
 // promise of [Session.Finish], for every stream of the call: it ends the
-// input (no stream is opened after it, a rotation in progress is
-// abandoned), finishes the current stream as Session.Finish(ctx, quiet)
+// input (a rotation in progress is abandoned, and no stream is opened
+// after it but to replace one that fails while it finishes), finishes the current stream as Session.Finish(ctx, quiet)
 // does, and waits until every stream rotated away from has ended too
 // (those finish on their own, Rotation.FinishQuiet after their model's
 // last reply), and with replay on for the successor of one that failed
-// meanwhile (see Rotation.ReplayWindow). Another goroutine must keep
+// meanwhile, the current one included (see Rotation.ReplayWindow).
+// Another goroutine must keep
 // reading with Recv meanwhile;
 // once Finish returned, Recv returns the remaining replies and then
 // io.EOF (or why the last stream ended).
@@ -204,11 +215,17 @@ func (rs *RotatingSession) CloseSend() error {
 // replacement failed; ctx's error if ctx ends first; an error inside a
 // message begun with SendPart; the session's error after Close.
 func (rs *RotatingSession) Finish(ctx context.Context, quiet time.Duration) error {
-	g, err := rs.endInput(ctx)
+	g, ended, err := rs.endInput(ctx, true)
 	if err != nil {
 		return err
 	}
 	err = g.sess.Finish(ctx, quiet)
+	if ended && rs.replay != nil {
+		// The current stream finishes as the others do: one that failed
+		// with messages unanswered gets a successor (settleOlds), which
+		// finishes in turn.
+		rs.finishedCurrent(ctx, g)
+	}
 	if rs.ctx.Err() != nil {
 		return rs.closedErr()
 	}
@@ -233,6 +250,9 @@ func (rs *RotatingSession) Finish(ctx context.Context, quiet time.Duration) erro
 		}
 		if t := rs.terminalErr(); t != nil {
 			return t
+		}
+		if g.recovered { // set by the rotator, which has stopped
+			err = nil // its successor finished in its place
 		}
 	}
 	for _, old := range rs.finishing(g) {
