@@ -98,17 +98,24 @@ func (h *Handler) healthLoop() {
 		if h.health.ctx.Err() != nil {
 			err = errors.New("bridge: handler closed")
 		}
+		// A change is logged before it is published (only this loop
+		// writes last), so that whoever sees the new state through
+		// Health finds its line in the log.
 		h.health.mu.Lock()
 		prev := h.health.last
-		h.health.last = err
 		h.health.mu.Unlock()
 		switch {
 		case first:
-			close(h.health.first)
 		case err != nil && prev == nil:
 			h.log.Warn("container unhealthy: sessions get 424 ModelError until GET /ping answers 200", "err", err)
 		case err == nil && prev != nil:
 			h.log.Info("container healthy again")
+		}
+		h.health.mu.Lock()
+		h.health.last = err
+		h.health.mu.Unlock()
+		if first {
+			close(h.health.first)
 		}
 		select {
 		case <-h.health.ctx.Done():
