@@ -899,10 +899,14 @@ func TestRotationOverlapFaultAfterInputEnded(t *testing.T) {
 		closeOnce sync.Once
 	)
 	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		// Stream 1's handler starts first (the call awaits its answer
+		// before it opens stream 2), but may accept after stream 2's:
+		// claim first before accepting.
+		isFirst := first.CompareAndSwap(nil, st)
 		if st.Accept() != nil {
 			return
 		}
-		if first.CompareAndSwap(nil, st) {
+		if isFirst {
 			// Stream 1 reads its frames and answers none; once the
 			// call's input ended, it fails.
 			for {
@@ -998,10 +1002,11 @@ func TestRotationOverlapFaultAfterInputEnded(t *testing.T) {
 func TestRotationFinishRecoversCurrentStream(t *testing.T) {
 	var first atomic.Pointer[biditest.Stream]
 	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		isFirst := first.CompareAndSwap(nil, st) // before accepting: see above
 		if st.Accept() != nil {
 			return
 		}
-		if first.CompareAndSwap(nil, st) {
+		if isFirst {
 			// Stream 1 reads its frames and answers none; when its
 			// input ends (the call's Finish), it fails.
 			for {

@@ -256,12 +256,18 @@ func (s *Session) Close() error {
 // session does not decode ahead of Recv: see [Session]).
 func (s *Session) Context() context.Context { return s.ctx }
 
-// sessionErr returns the terminal error of a cancelled session.
+// sessionErr returns the terminal error of a cancelled session, or of
+// one that is ending: end records its cause under the state's lock, and
+// cancels the context after it.
 func (s *Session) sessionErr() error {
 	if s.state.userClosed.Load() {
 		return ErrSessionClosed
 	}
-	if err := context.Cause(s.ctx); err != nil {
+	err := context.Cause(s.ctx)
+	if err == nil {
+		err = s.state.endCause()
+	}
+	if err != nil {
 		// When nothing but the context given to Open ended the session
 		// (often a caller's defer cancel()), say so, whether or not the
 		// session's goroutine has recorded it yet.

@@ -84,6 +84,14 @@ func (st *sessionState) phase() phase { return phase(st.ph.Load()) }
 // later): what Send checks for every part, without touching a channel.
 func (st *sessionState) sendOver() bool { return st.phase() >= phaseSendOver }
 
+// endCause is the cause the session's end gives its context: nil until
+// the session ends, set before the context is cancelled.
+func (st *sessionState) endCause() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.cause
+}
+
 // terminal returns the recorded terminal error, or nil.
 func (st *sessionState) terminal() error {
 	st.mu.Lock()

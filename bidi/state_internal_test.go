@@ -43,3 +43,39 @@ func TestEndCauseIsTheFirstEnds(t *testing.T) {
 		t.Errorf("sessionErr = %v, want %v", got, first)
 	}
 }
+
+// TestRecvWhileEndingGetsTheCause: a call that looks at the session
+// between its end's lock and the context's cancellation (the phase says
+// ended, the context not yet) gets the end's error, not ErrSessionClosed:
+// a Recv after a Send that reported a 424 must report the 424 too. Found
+// under CPU hogs in TestHTTPErrorBeforeCloseSend ("later Recv: bidi:
+// session closed").
+func TestRecvWhileEndingGetsTheCause(t *testing.T) {
+	c := NewFromConfig(aws.Config{Region: "us-west-2", Credentials: aws.AnonymousCredentials{}})
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	s := newSession(context.Background(), c, &OpenInput{EndpointName: "e"})
+	defer s.Close()
+	failure := errors.New("the model failed")
+	var sessionErr, recvErr error
+	var looked atomic.Bool
+	look := func(s *Session) {
+		if looked.CompareAndSwap(false, true) {
+			sessionErr = s.sessionErr()
+			_, recvErr = s.Recv(context.Background())
+		}
+	}
+	testHookEnding.Store(&look)
+	defer testHookEnding.Store(nil)
+	s.end(failure, endSession, endDefinite)
+	if !looked.Load() {
+		t.Fatal("the hook did not run")
+	}
+	if sessionErr != failure || recvErr != failure {
+		t.Errorf("while ending: sessionErr = %v, Recv = %v; want %v for both", sessionErr, recvErr, failure)
+	}
+	if _, err := s.Recv(context.Background()); err != failure {
+		t.Errorf("after the end: Recv = %v, want %v", err, failure)
+	}
+}
