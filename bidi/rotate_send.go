@@ -147,7 +147,7 @@ func (rs *RotatingSession) inputEnded() bool { return isClosed(rs.inputDone) }
 
 // endInput ends the call's input (holding the send turn): no stream is
 // opened after it, and a rotation in progress is abandoned. It returns
-// the current stream, or nil when the input had already ended. With
+// the current stream, also when the input had already ended. With
 // finishing set (Finish) and replay on, the current stream counts among
 // the streams finishing (rs.finishers) from the moment the input ends,
 // so that the rotator stays for its verdict (settleOlds); ended reports
@@ -199,15 +199,14 @@ func (rs *RotatingSession) CloseSend() error {
 // Finish ends the call without losing the model's last answers, with the
 // promise of [Session.Finish], for every stream of the call: it ends the
 // input (a rotation in progress is abandoned, and no stream is opened
-// after it but to replace one that fails while it finishes), finishes the current stream as Session.Finish(ctx, quiet)
-// does, and waits until every stream rotated away from has ended too
-// (those finish on their own, Rotation.FinishQuiet after their model's
-// last reply), and with replay on for the successor of one that failed
-// meanwhile, the current one included (see Rotation.ReplayWindow).
-// Another goroutine must keep
-// reading with Recv meanwhile;
-// once Finish returned, Recv returns the remaining replies and then
-// io.EOF (or why the last stream ended).
+// after it but to replace one that fails while it finishes), finishes
+// the current stream as Session.Finish(ctx, quiet) does, and waits until
+// every stream rotated away from has ended too (those finish on their
+// own, Rotation.FinishQuiet after their model's last reply), and with
+// replay on for the successor of one that failed meanwhile, the current
+// one included (see Rotation.ReplayWindow). Another goroutine must keep
+// reading with Recv meanwhile; once Finish returned, Recv returns the
+// remaining replies and then io.EOF (or why the last stream ended).
 //
 // It returns nil when every stream ended cleanly or with a normal closure,
 // else the current stream's error, or the first error that ended an older
