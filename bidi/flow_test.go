@@ -539,8 +539,19 @@ func TestSendMidMessageAfterStreamEnd(t *testing.T) {
 		{"100 messages, source works", 100, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// 8-byte parts, each padded with 4 KiB read from the source:
+			// the second part's read waits for the gate, and the service
+			// ends the stream once it has the first part and the Send is
+			// in that read (before, a slow Send could see the end first
+			// and never read).
+			src := newGateSource(t, 2, tc.fail)
 			srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 				if _, err := st.RecvPart(); err != nil { // the first part
+					return
+				}
+				select {
+				case <-src.entered:
+				case <-st.Context().Done():
 					return
 				}
 				for i := 0; i < tc.messages; i++ {
@@ -548,10 +559,6 @@ func TestSendMidMessageAfterStreamEnd(t *testing.T) {
 				}
 				st.SendException("ModelStreamError", []byte(`{"Message":"container died","ErrorCode":"E"}`))
 			}))
-			// 8-byte parts, each padded with 4 KiB read from the source:
-			// the second part's read waits for the gate, and the service
-			// ends the stream once it has the first part.
-			src := newGateSource(t, 2, tc.fail)
 			c := srv.Client(func(o *bidi.Options) {
 				o.MaxPartSize = 8
 				o.PaddingSource = src
