@@ -957,23 +957,7 @@ func TestRotationOverlapFaultAfterInputEnded(t *testing.T) {
 	}
 	finished := make(chan error, 1)
 	go func() { finished <- rs.Finish(ctx, 50*time.Millisecond) }()
-	answers := make([][]int, frames) // by frame, the streams that answered it
-	var events []bidi.RotationEvent
-	var final error
-	for it := range items {
-		switch {
-		case it.ev != nil:
-			events = append(events, *it.ev)
-		case it.err != nil:
-			final = it.err
-		case it.end == 0:
-			f := binary.BigEndian.Uint32(it.msg.Data)
-			if int(f) >= frames || !bytes.Equal(it.msg.Data, audioFrame(f)) {
-				t.Fatalf("reply %d bytes, not a frame sent", len(it.msg.Data))
-			}
-			answers[f] = append(answers[f], it.gen)
-		}
-	}
+	answers, events, final := frameReplies(t, items, frames)
 	if err := <-finished; err != nil || final != io.EOF {
 		t.Fatalf("Finish: %v, Recv ended with %v; want nil and io.EOF (events %+v)", err, final, events)
 	}
@@ -991,6 +975,29 @@ func TestRotationOverlapFaultAfterInputEnded(t *testing.T) {
 			t.Errorf("frame %d answered by streams %v, want %v", f, gens, want)
 		}
 	}
+}
+
+// frameReplies takes a call's items until Recv ends, each reply an echo of
+// one of frames audio frames: it returns, by frame, the streams that
+// answered it, the rotation events and how Recv ended.
+func frameReplies(t *testing.T, items <-chan rotItem, frames int) (answers [][]int, events []bidi.RotationEvent, final error) {
+	t.Helper()
+	answers = make([][]int, frames)
+	for it := range items {
+		switch {
+		case it.ev != nil:
+			events = append(events, *it.ev)
+		case it.err != nil:
+			final = it.err
+		case it.end == 0:
+			f := binary.BigEndian.Uint32(it.msg.Data)
+			if int(f) >= frames || !bytes.Equal(it.msg.Data, audioFrame(f)) {
+				t.Fatalf("reply %d bytes, not a frame sent", len(it.msg.Data))
+			}
+			answers[f] = append(answers[f], it.gen)
+		}
+	}
+	return answers, events, final
 }
 
 // The stream that is current when Finish ends the input may fail while it
@@ -1044,23 +1051,7 @@ func TestRotationFinishRecoversCurrentStream(t *testing.T) {
 	}
 	finished := make(chan error, 1)
 	go func() { finished <- rs.Finish(ctx, 50*time.Millisecond) }()
-	answers := make([][]int, frames) // by frame, the streams that answered it
-	var events []bidi.RotationEvent
-	var final error
-	for it := range items {
-		switch {
-		case it.ev != nil:
-			events = append(events, *it.ev)
-		case it.err != nil:
-			final = it.err
-		case it.end == 0:
-			f := binary.BigEndian.Uint32(it.msg.Data)
-			if int(f) >= frames || !bytes.Equal(it.msg.Data, audioFrame(f)) {
-				t.Fatalf("reply %d bytes, not a frame sent", len(it.msg.Data))
-			}
-			answers[f] = append(answers[f], it.gen)
-		}
-	}
+	answers, events, final := frameReplies(t, items, frames)
 	if err := <-finished; err != nil || final != io.EOF {
 		t.Fatalf("Finish: %v, Recv ended with %v; want nil and io.EOF (events %+v)", err, final, events)
 	}

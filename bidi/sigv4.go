@@ -65,11 +65,13 @@ func (rs *requestSigner) sign(h http.Header, u *url.URL, creds aws.Credentials, 
 	}
 
 	// The signed headers: host, X-Amz-Date (set at the end) and every
-	// header of h but those SigV4 leaves out, by lower-case name.
+	// header of h but those SigV4 leaves out, by lower-case name. h is
+	// newRequest's: its keys are distinct canonical names, without
+	// Content-Length (the body's length is unknown).
 	var signedBuf [16]signedHeader
 	signed := append(signedBuf[:0], signedHeader{name: "host", from: fromURL}, signedHeader{name: "x-amz-date", from: fromDate})
 	for k, vs := range h {
-		if k == headerAmzDate || sigV4Ignored(k) || strings.EqualFold(k, "Content-Length") {
+		if k == headerAmzDate || sigV4Ignored(k) {
 			continue
 		}
 		signed = append(signed, signedHeader{name: lowerHeaderName(k), values: vs})
@@ -81,37 +83,27 @@ func (rs *requestSigner) sign(h http.Header, u *url.URL, creds aws.Credentials, 
 	b = append(b, '\n')
 	b = appendSigV4Path(b, canonicalPath(u))
 	b = append(b, '\n', '\n') // and an empty canonical query string
-	for i, sh := range signed {
-		switch {
-		case sh.from == fromURL:
-			b = append(b, "host:"...)
+	for _, sh := range signed {
+		b = append(b, sh.name...)
+		b = append(b, ':')
+		switch sh.from {
+		case fromURL:
 			b = appendStripped(b, signingHost(u))
-		case sh.from == fromDate:
-			b = append(b, "x-amz-date:"...)
+		case fromDate:
 			b = append(b, date...)
-		case i > 0 && signed[i-1].name == sh.name:
-			// A key that differs from the last only in case: its values
-			// join the line.
-			b = b[:len(b)-1]
-			b = append(b, ',')
 		default:
-			b = append(b, sh.name...)
-			b = append(b, ':')
-		}
-		for j, v := range sh.values {
-			if j > 0 {
-				b = append(b, ',')
+			for j, v := range sh.values {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendStripped(b, strings.TrimSpace(v))
 			}
-			b = appendStripped(b, strings.TrimSpace(v))
 		}
 		b = append(b, '\n')
 	}
 	b = append(b, '\n')
 	signedStart := len(b)
 	for i, sh := range signed {
-		if i > 0 && signed[i-1].name == sh.name {
-			continue
-		}
 		if i > 0 {
 			b = append(b, ';')
 		}
@@ -223,18 +215,6 @@ func appendStripped(b []byte, v string) []byte {
 
 // canonicalPath is the path of u as sent, escaped ("/" when empty).
 func canonicalPath(u *url.URL) string {
-	if u.Opaque != "" {
-		// Not a URL this package builds; signed as the SDK would.
-		p := u.Opaque
-		if i := strings.IndexByte(p, '?'); i >= 0 {
-			p = p[:i]
-		}
-		p = strings.TrimPrefix(p, "//")
-		if i := strings.IndexByte(p, '/'); i >= 0 {
-			return p[i:]
-		}
-		return "/"
-	}
 	if p := u.EscapedPath(); p != "" {
 		return p
 	}

@@ -2,6 +2,7 @@ package bidi
 
 import (
 	"context"
+	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -54,18 +55,9 @@ func checkSignature(t *testing.T, rs *requestSigner, in *OpenInput, u *url.URL, 
 		t.Fatalf("URL %q: %d headers, want %d: %v vs %v", u, len(got), len(want), got, want)
 	}
 	auth := want.Get("Authorization")
-	if i := strings.LastIndex(auth, "Signature="); i < 0 || auth[i+len("Signature="):] != hexString(seed) {
+	if i := strings.LastIndex(auth, "Signature="); i < 0 || auth[i+len("Signature="):] != hex.EncodeToString(seed) {
 		t.Fatalf("seed %x does not match %q", seed, auth)
 	}
-}
-
-func hexString(b []byte) string {
-	const digits = "0123456789abcdef"
-	s := make([]byte, 0, 2*len(b))
-	for _, c := range b {
-		s = append(s, digits[c>>4], digits[c&15])
-	}
-	return string(s)
 }
 
 // randomText returns up to n bytes drawn from alphabet, with runs of

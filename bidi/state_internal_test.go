@@ -9,18 +9,26 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
+// newIdleSession returns a session that was never opened (no request,
+// no goroutine), closed when the test ends.
+func newIdleSession(t *testing.T) *Session {
+	t.Helper()
+	c := NewFromConfig(aws.Config{Region: "us-west-2", Credentials: aws.AnonymousCredentials{}})
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	s := newSession(context.Background(), c, &OpenInput{EndpointName: "e"})
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestEndCauseIsTheFirstEnds: when a second end of the session overtakes
 // the first between the first's lock and its cancellation (as the run
 // goroutine's failure does when Send's interruption kills the request
 // body), the context's cause is still the first's error, the one the
 // terminal slot holds, so that every call reports the same reason.
 func TestEndCauseIsTheFirstEnds(t *testing.T) {
-	c := NewFromConfig(aws.Config{Region: "us-west-2", Credentials: aws.AnonymousCredentials{}})
-	if c.err != nil {
-		t.Fatal(c.err)
-	}
-	s := newSession(context.Background(), c, &OpenInput{EndpointName: "e"})
-	defer s.Close()
+	s := newIdleSession(t)
 	first, second := errors.New("first"), errors.New("second")
 	var overtaken atomic.Bool
 	overtake := func(s *Session) {
@@ -51,12 +59,7 @@ func TestEndCauseIsTheFirstEnds(t *testing.T) {
 // under CPU hogs in TestHTTPErrorBeforeCloseSend ("later Recv: bidi:
 // session closed").
 func TestRecvWhileEndingGetsTheCause(t *testing.T) {
-	c := NewFromConfig(aws.Config{Region: "us-west-2", Credentials: aws.AnonymousCredentials{}})
-	if c.err != nil {
-		t.Fatal(c.err)
-	}
-	s := newSession(context.Background(), c, &OpenInput{EndpointName: "e"})
-	defer s.Close()
+	s := newIdleSession(t)
 	failure := errors.New("the model failed")
 	var sessionErr, recvErr error
 	var looked atomic.Bool
