@@ -173,13 +173,21 @@ func (s *Session) unlockRecv() { s.pipe.releaseTurn(&s.recvTurn) }
 
 // shrinkDecoder lets the decoder give a large buffer back once what it
 // decoded was copied out, so that an idle session holds none. The receive
-// turn is held; the decoder is looked at only once respReady is closed (a
-// Recv that gave up before the answer must not).
+// turn is held; the decoder is looked at only once the model answered, as
+// the phase or, once the session ended, respReady shows (a Recv that gave
+// up before the answer must not).
 func (s *Session) shrinkDecoder() {
-	select {
-	case <-s.respReady:
+	switch s.state.phase() {
+	case phaseStreaming, phaseSendOver:
+		// Answered (the phase is stored after the decoder is set): the
+		// common case, decided without touching respReady, whose
+		// channel is cold in a process with thousands of sessions.
 	default:
-		return
+		select {
+		case <-s.respReady:
+		default:
+			return
+		}
 	}
 	if a := s.cur.Load(); a != nil && a.dec != nil {
 		a.part = wire.Part{} // it aliases the decoder's buffer
