@@ -132,9 +132,10 @@
 // The gateway pings the container every PingInterval (60 s by default).
 // An interval counts as missed when no pong arrived during it while a
 // ping was outstanding; MaxMissedPongs (5) missed intervals in a row end
-// the session. An interval is not counted while the gateway is waiting
-// for a slow client to take a part, since the container's pong may then be
-// queued behind data the gateway cannot read yet.
+// the session. An interval is not counted when the gateway forwarded a
+// part of the container's during it, or is waiting for a slow client to
+// take one: the container is sending, and its pong may be queued behind
+// data the gateway has not read yet.
 //
 // # Limits
 //

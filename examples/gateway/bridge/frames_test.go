@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -401,6 +402,82 @@ func TestSlowClientIsNotAPingTimeout(t *testing.T) {
 	}
 	if strings.Contains(g.logs.String(), "missed pongs") {
 		t.Error("the gateway counted missed pongs while the client was slow")
+	}
+}
+
+// A container that keeps sending is not given up for pongs it has not
+// answered while the gateway forwards its data, even if the reader is not
+// waiting for the client at the ticks (a client that keeps up); once it
+// falls silent, the missed pongs count. Before, only a reader caught
+// waiting at a tick kept an interval from counting, and a backlog read
+// in bursts between deliveries could end a live session (found under two
+// CPU hogs in TestSlowClientIsNotAPingTimeout: "did not answer 4
+// WebSocket pings" while it read the slow client's backlog).
+func TestStreamingContainerIsNotAPingTimeout(t *testing.T) {
+	rc := newRawContainer(t)
+	g := startGateway(t, rc.url, func(c *bridge.Config) {
+		c.PingInterval = 20 * time.Millisecond
+		c.MaxMissedPongs = 5
+		c.CloseTimeout = 200 * time.Millisecond
+	})
+	sess := open(t, g.client(t), bidi.OpenInput{})
+	peer := rc.accept(t)
+	// The container never answers a ping; it answers the close frame.
+	readerDone := make(chan error, 1)
+	go func() {
+		for {
+			f, err := peer.read()
+			switch {
+			case err != nil:
+				readerDone <- err
+				return
+			case f.op == opClose:
+				peer.c.Write(frameBytes(true, opClose, f.payload))
+				readerDone <- nil
+				return
+			}
+		}
+	}()
+	// It sends a frame every 2 ms for 20 ping intervals, then falls
+	// silent; the client reads as it comes. Between frames the gateway's
+	// reader waits for the container, not for the client, so at most
+	// ticks it is not delivering (the pace is the subject, not an
+	// ordering: a starved sender needs 5 intervals without a frame to
+	// fail the test). sent is written before done is closed.
+	var sent int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		frame := frameBytes(true, opBinary, bytes.Repeat([]byte("a"), 256))
+		for start := time.Now(); time.Since(start) < 400*time.Millisecond; sent++ {
+			if _, err := peer.c.Write(frame); err != nil {
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	ctx := testContext(t)
+	received := 0
+	for {
+		m, err := sess.Recv(ctx)
+		if err != nil {
+			var mse *bidi.ModelStreamError
+			if !errors.As(err, &mse) || mse.ErrorCode_ != "1006" || !strings.Contains(mse.Message, "did not answer 5 WebSocket pings") {
+				t.Fatalf("Recv after %d messages = %v, want the ping timeout's ModelStreamError", received, err)
+			}
+			break
+		}
+		if len(m.Data) != 256 {
+			t.Fatalf("message %d of %d bytes", received, len(m.Data))
+		}
+		received++
+	}
+	<-done
+	if received != sent {
+		t.Fatalf("the session ended after %d of the %d messages the container sent: a ping timeout while it was sending", received, sent)
+	}
+	if err := <-readerDone; err != nil {
+		t.Fatalf("container: %v", err)
 	}
 }
 

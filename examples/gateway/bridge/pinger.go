@@ -9,9 +9,12 @@ import (
 
 // pingLoop pings the container every PingInterval. At each tick it looks
 // back on the interval: a pong resets the count of missed intervals; no
-// pong while a ping was outstanding adds one, unless the reader was
-// waiting for a slow client at that moment (a pong may then be sitting
-// unread, which is not the container's fault). After MaxMissedPongs missed
+// pong while a ping was outstanding adds one, unless the reader forwarded
+// a part during the interval or is waiting for a slow client at the tick.
+// A container whose data the gateway is still reading is alive, and its
+// pong may be queued behind that data: a backlog (a client that was slow,
+// then reads) is read in bursts between deliveries, so what the reader
+// does at the tick alone does not tell. After MaxMissedPongs missed
 // intervals in a row the session ends with a ping timeout: the gateway
 // sends a close frame (1001) and drops the connection if no answer comes
 // within CloseTimeout. Any pong counts, whatever its payload.
@@ -29,10 +32,11 @@ func (s *session) pingLoop() {
 			return
 		case <-t.C:
 		}
+		pongs, forwarded := s.pongs.Swap(0), s.forwarded.Swap(false)
 		switch {
-		case s.pongs.Swap(0) > 0:
+		case pongs > 0:
 			missed = 0
-		case s.delivering.Load():
+		case forwarded || s.delivering.Load():
 		case outstanding:
 			missed++
 		}

@@ -48,6 +48,7 @@ type session struct {
 
 	pongs      atomic.Int64 // pongs received since the pinger last looked
 	delivering atomic.Bool  // the reader is waiting for the client to take a part
+	forwarded  atomic.Bool  // a part went to (or waited for) the client since the pinger last looked
 	clientGone atomic.Bool  // nothing more can be sent to the client
 
 	mu         sync.Mutex
@@ -219,6 +220,7 @@ func (s *session) deliver(p bidi.Part) {
 	if s.clientGone.Load() {
 		return
 	}
+	s.forwarded.Store(true)
 	s.delivering.Store(true)
 	err := s.st.SendPart(p)
 	s.delivering.Store(false)
