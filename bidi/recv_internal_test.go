@@ -45,7 +45,7 @@ func TestRecvLetsGoOfTheDecodedMessage(t *testing.T) {
 	}
 	defer s.Close()
 
-	held := func(after string) {
+	holdsNothing := func(after string) {
 		t.Helper()
 		a := s.cur.Load()
 		if a == nil || a.dec == nil {
@@ -64,7 +64,7 @@ func TestRecvLetsGoOfTheDecodedMessage(t *testing.T) {
 		if err != nil || !bytes.Equal(m.Data, msg) {
 			t.Fatalf("Recv of %d bytes = %d bytes, %v", size, len(m.Data), err)
 		}
-		held("Recv")
+		holdsNothing("Recv")
 		if err := s.Send(ctx, Binary(msg)); err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func TestRecvLetsGoOfTheDecodedMessage(t *testing.T) {
 			if err != nil {
 				t.Fatalf("RecvPart: %v", err)
 			}
-			held("RecvPart")
+			holdsNothing("RecvPart")
 			got = append(got, p.Data...)
 			if p.Complete {
 				break

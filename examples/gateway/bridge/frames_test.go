@@ -355,23 +355,7 @@ func TestSlowClientIsNotAPingTimeout(t *testing.T) {
 	sess := open(t, g.client(t), bidi.OpenInput{})
 	peer := rc.accept(t)
 	// The container answers pings and the close frame in the background...
-	readerDone := make(chan error, 1)
-	go func() {
-		for {
-			f, err := peer.read()
-			switch {
-			case err != nil:
-				readerDone <- err
-				return
-			case f.op == opPing:
-				peer.c.Write(frameBytes(true, opPong, f.payload))
-			case f.op == opClose:
-				peer.c.Write(frameBytes(true, opClose, f.payload))
-				readerDone <- nil
-				return
-			}
-		}
-	}()
+	readerDone := peer.answerInBackground(true)
 	// ... while it sends more than the client's HTTP/2 window (1 MiB) and
 	// read-ahead queue (1 MiB) hold, which the client does not read for 12
 	// ping intervals.
@@ -423,21 +407,7 @@ func TestStreamingContainerIsNotAPingTimeout(t *testing.T) {
 	sess := open(t, g.client(t), bidi.OpenInput{})
 	peer := rc.accept(t)
 	// The container never answers a ping; it answers the close frame.
-	readerDone := make(chan error, 1)
-	go func() {
-		for {
-			f, err := peer.read()
-			switch {
-			case err != nil:
-				readerDone <- err
-				return
-			case f.op == opClose:
-				peer.c.Write(frameBytes(true, opClose, f.payload))
-				readerDone <- nil
-				return
-			}
-		}
-	}()
+	readerDone := peer.answerInBackground(false)
 	// It sends a frame every 2 ms for 20 ping intervals, then falls
 	// silent; the client reads as it comes. Between frames the gateway's
 	// reader waits for the container, not for the client, so at most

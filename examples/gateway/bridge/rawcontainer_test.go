@@ -189,6 +189,31 @@ func (p *rawPeer) read() (rawFrame, error) {
 }
 
 // mustRead returns the next frame and fails the test on error.
+// answerInBackground reads the gateway's frames on a goroutine of its
+// own until the close frame, which it echoes, answering pings with pongs
+// if pongs is set and dropping every other frame. The channel gets nil
+// after the close frame, or the read error.
+func (p *rawPeer) answerInBackground(pongs bool) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		for {
+			f, err := p.read()
+			switch {
+			case err != nil:
+				done <- err
+				return
+			case f.op == opPing && pongs:
+				p.c.Write(frameBytes(true, opPong, f.payload))
+			case f.op == opClose:
+				p.c.Write(frameBytes(true, opClose, f.payload))
+				done <- nil
+				return
+			}
+		}
+	}()
+	return done
+}
+
 func (p *rawPeer) mustRead() rawFrame {
 	p.t.Helper()
 	f, err := p.read()
