@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/echoserver"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/loopbackcert"
 )
 
 // TestRecvLetsGoOfTheDecodedMessage: once Recv or RecvPart returned, the
@@ -20,16 +20,17 @@ import (
 // that aliases the decoder's buffer, or the engine's), so that an idle
 // session holds no receive buffer however large its last message was.
 func TestRecvLetsGoOfTheDecodedMessage(t *testing.T) {
-	ts := httptest.NewUnstartedServer(nil)
-	ts.StartTLS()
-	ts.Close()
-	srv, err := echoserver.StartFrameEcho(ts.TLS)
+	cert, err := loopbackcert.New("bidi recv test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := echoserver.StartFrameEcho(&tls.Config{Certificates: []tls.Certificate{cert}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	pool := x509.NewCertPool()
-	pool.AddCert(ts.Certificate())
+	pool.AddCert(cert.Leaf)
 	c := NewFromConfig(aws.Config{}, func(o *Options) {
 		o.Region = "us-east-1"
 		o.Credentials = credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")

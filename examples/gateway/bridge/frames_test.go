@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -408,22 +409,29 @@ func TestStreamingContainerIsNotAPingTimeout(t *testing.T) {
 	peer := rc.accept(t)
 	// The container never answers a ping; it answers the close frame.
 	readerDone := peer.answerInBackground(false)
-	// It sends a frame every 2 ms for 20 ping intervals, then falls
-	// silent; the client reads as it comes. Between frames the gateway's
-	// reader waits for the container, not for the client, so at most
-	// ticks it is not delivering (the pace is the subject, not an
-	// ordering: a starved sender needs 5 intervals without a frame to
-	// fail the test). sent is written before done is closed.
+	// It sends a frame each time the client has the last one, for 20
+	// ping intervals, then falls silent: between frames the gateway's
+	// reader waits for the container, not for the client, so at the ticks
+	// it is mostly not delivering. sent is written before done is closed.
 	var sent int
+	took := make(chan struct{}, 1)  // the client has the last frame
+	recvOver := make(chan struct{}) // the client's Recv ended
+	stopRecv := sync.OnceFunc(func() { close(recvOver) })
+	defer stopRecv()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		frame := frameBytes(true, opBinary, bytes.Repeat([]byte("a"), 256))
-		for start := time.Now(); time.Since(start) < 400*time.Millisecond; sent++ {
+		for start := time.Now(); time.Since(start) < 400*time.Millisecond; {
 			if _, err := peer.c.Write(frame); err != nil {
 				return
 			}
-			time.Sleep(2 * time.Millisecond)
+			sent++
+			select {
+			case <-took:
+			case <-recvOver:
+				return
+			}
 		}
 	}()
 	ctx := testContext(t)
@@ -431,9 +439,15 @@ func TestStreamingContainerIsNotAPingTimeout(t *testing.T) {
 	for {
 		m, err := sess.Recv(ctx)
 		if err != nil {
+			stopRecv()
 			var mse *bidi.ModelStreamError
 			if !errors.As(err, &mse) || mse.ErrorCode_ != "1006" || !strings.Contains(mse.Message, "did not answer 5 WebSocket pings") {
 				t.Fatalf("Recv after %d messages = %v, want the ping timeout's ModelStreamError", received, err)
+			}
+			select {
+			case <-done:
+			default:
+				t.Fatalf("a ping timeout after %d messages, while the container was still sending", received)
 			}
 			break
 		}
@@ -441,10 +455,10 @@ func TestStreamingContainerIsNotAPingTimeout(t *testing.T) {
 			t.Fatalf("message %d of %d bytes", received, len(m.Data))
 		}
 		received++
+		took <- struct{}{}
 	}
-	<-done
 	if received != sent {
-		t.Fatalf("the session ended after %d of the %d messages the container sent: a ping timeout while it was sending", received, sent)
+		t.Fatalf("the client got %d of the %d messages the container sent", received, sent)
 	}
 	if err := <-readerDone; err != nil {
 		t.Fatalf("container: %v", err)
