@@ -1,6 +1,9 @@
 package bidi
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // SetOpenHook makes Open call f after starting a session's goroutine and
 // before waiting for its request to be on its way, so that tests can
@@ -47,6 +50,19 @@ func UnreadBytes(s *Session) int {
 		return 0
 	}
 	return a.st.Buffered()
+}
+
+// DescribeAttempt describes the session's current attempt for a failing
+// test's message: its number, the session's phase, the engine stream's
+// error (nil while it runs or after a clean end) and the bytes it holds
+// unread.
+func DescribeAttempt(s *Session) string {
+	a := s.cur.Load()
+	if a == nil {
+		return fmt.Sprintf("no attempt (phase %d)", s.state.phase())
+	}
+	return fmt.Sprintf("attempt %d, phase %d, stream error %v, %d bytes unread, terminal %v",
+		a.n, s.state.phase(), a.st.Err(), a.st.Buffered(), s.state.terminal())
 }
 
 // StalledByUnreadReplies reports whether the session's request is held

@@ -482,19 +482,29 @@ func TestSendCauseBehindUndeliveredMessages(t *testing.T) {
 	}
 	for _, messages := range []int{0, 40, 100} {
 		t.Run(fmt.Sprint(messages, " messages"), func(t *testing.T) {
+			// The handler's first failed write, if any, explains a
+			// failure below (a stream that carried nothing).
+			handlerErr := make(chan error, 1)
 			srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
-				for i := 0; i < messages; i++ {
-					st.Send(bidi.Text(fmt.Sprint(i)))
+				var err error
+				for i := 0; i < messages && err == nil; i++ {
+					err = st.Send(bidi.Text(fmt.Sprint(i)))
 				}
-				st.SendException("ModelStreamError", []byte(`{"Message":"container died","ErrorCode":"E"}`))
+				if err == nil {
+					err = st.SendException("ModelStreamError", []byte(`{"Message":"container died","ErrorCode":"E"}`))
+				}
+				handlerErr <- err
 			}))
 			ctx := testCtx(t)
 			sess := open(t, srv.Client(), ctx)
 			if err := firstSendError(t, ctx, sess); !errors.Is(err, bidi.ErrStreamEnded) {
 				t.Fatalf("Send before Recv = %v, want ErrStreamEnded", err)
 			}
+			if err := <-handlerErr; err != nil {
+				t.Fatalf("the handler's write failed: %v (%s)", err, bidi.DescribeAttempt(sess))
+			}
 			if bidi.UnreadBytes(sess) == 0 {
-				t.Fatal("the replies were taken from the stream without Recv")
+				t.Fatalf("the replies were taken from the stream without Recv (%s)", bidi.DescribeAttempt(sess))
 			}
 			if err := sess.CloseSend(); err != nil {
 				t.Fatalf("CloseSend before Recv = %v, want nil (the stream ended)", err)
