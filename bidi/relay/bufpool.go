@@ -60,6 +60,20 @@ func putBuf(b []byte) {
 	bufPools[i].Put(unsafe.SliceData(b))
 }
 
+// MessageBuffer allocates received messages' memory from the relay's
+// pools of buffers. Set it as the bidi.Options.MessageBuffer of the
+// Client whose sessions a [Handler] relays: the relay then reuses each
+// reply's buffer once the reply is written to the client, copied into
+// its queue or dropped, so that replies make no garbage: the collector
+// runs less often, and the heap stays nearer what the calls hold (see
+// "Sizing a server" in the package's documentation). A message over 64
+// KiB gets a buffer of its own, which the garbage collector takes back.
+//
+// The Client may open other sessions too: the messages a program
+// receives itself are its own, and their buffers, never given back, go
+// to the garbage collector as usual.
+func MessageBuffer(n int) []byte { return getBuf(n) }
+
 // readAll reads r to its end into a pooled buffer (see getBuf), growing
 // it through the size classes. On error the buffer is given back.
 func readAll(r io.Reader) ([]byte, error) {

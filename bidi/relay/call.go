@@ -107,9 +107,11 @@ func newCall(h *Handler, r *http.Request, model Model, ctx context.Context, canc
 		modelDone: make(chan struct{}),
 	}
 	// The client's messages are read into pooled buffers (read); the
-	// model's come from its session, and go to the garbage collector.
+	// model's are the relay's once Recv returned them (see Model), and
+	// their buffers go to the same pools (putBuf keeps only those of a
+	// pool's size: MessageBuffer's, in practice).
 	c.in = direction{c: c, q: c.toModel, produce: c.readClient, ended: c.clientEnded, deliver: c.sendOne, drained: c.finishModel, recycle: putBuf}
-	c.out = direction{c: c, q: c.toClient, produce: c.recvModel, ended: c.modelEnded, deliver: c.writeOne, drained: c.closeClient}
+	c.out = direction{c: c, q: c.toClient, produce: c.recvModel, ended: c.modelEnded, deliver: c.writeOne, drained: c.closeClient, recycle: putBuf}
 	c.toModel.spawn = func() { c.spawn(c.in.consume) }
 	c.toClient.spawn = func() { c.spawn(c.out.consume) }
 	return c

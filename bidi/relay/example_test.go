@@ -22,7 +22,9 @@ func ExampleNew() {
 	srv := biditest.NewServer(biditest.Echo()) // stands in for SageMaker
 	defer srv.Close()
 
-	h, err := relay.New(srv.Client(), func(r *http.Request) (*bidi.OpenInput, error) {
+	// The relay reuses the replies' buffers (see MessageBuffer).
+	client := srv.Client(func(o *bidi.Options) { o.MessageBuffer = relay.MessageBuffer })
+	h, err := relay.New(client, func(r *http.Request) (*bidi.OpenInput, error) {
 		if r.URL.Query().Get("token") != "let-me-in" { // the application's own check
 			return nil, &relay.StatusError{Status: http.StatusUnauthorized, Message: "log in first"}
 		}

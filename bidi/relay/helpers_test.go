@@ -32,9 +32,21 @@ type env struct {
 // otherwise through authorize).
 func newEnv(t testing.TB, model biditest.Handler, opts *Options, authorize AuthorizeFunc, mods ...func(*bidi.Client, *Options)) *env {
 	t.Helper()
+	return newEnvWith(t, nil, model, opts, authorize, mods...)
+}
+
+// newEnvWith is newEnv with clientOpt (if not nil) applied to the relay's
+// bidi.Client's options.
+func newEnvWith(t testing.TB, clientOpt func(*bidi.Options), model biditest.Handler, opts *Options, authorize AuthorizeFunc, mods ...func(*bidi.Client, *Options)) *env {
+	t.Helper()
 	srv := biditest.NewServer(model)
 	t.Cleanup(srv.Close)
-	client := srv.Client(func(o *bidi.Options) { o.RetryMaxAttempts = 1 })
+	client := srv.Client(func(o *bidi.Options) {
+		o.RetryMaxAttempts = 1
+		if clientOpt != nil {
+			clientOpt(o)
+		}
+	})
 	if authorize == nil {
 		authorize = func(*http.Request) (*bidi.OpenInput, error) {
 			return &bidi.OpenInput{EndpointName: "ep"}, nil

@@ -15,6 +15,11 @@ import (
 // Send, from the sending goroutine; Close once, when the call is over,
 // from any goroutine, while Send or Recv may be blocked (Close must
 // unblock them). Recv must return io.EOF only at a clean end.
+//
+// A message Recv returns is the relay's from then on: the relay may give
+// its Data to its pools of buffers once the message is on its way to the
+// client (see [MessageBuffer]), so a Model must not keep or reuse it. A
+// bidi session keeps no reference to what it returned.
 type Model interface {
 	Send(ctx context.Context, m bidi.Message) error
 	Recv(ctx context.Context) (bidi.Message, error)

@@ -113,9 +113,10 @@ func (o Overflow) String() string {
 // own call. It must not block for long: the direction waits for it.
 //
 // A client's message (ToModel) is read into a buffer the relay reuses once
-// the message is sent, queued (queues copy) or dropped: a hook that keeps
-// m.Data after it returns must copy it. The Data of the message a hook returns belongs to
-// the relay from then on.
+// the message is sent, queued (queues copy) or dropped, and so is a
+// model's (ToClient) when it came from [MessageBuffer]: a hook that keeps
+// m.Data after it returns must copy it. The Data of the message a hook
+// returns belongs to the relay from then on.
 type Hook func(ctx context.Context, m bidi.Message) (bidi.Message, error)
 
 // Options configure a [Handler]. The zero value of every field means its

@@ -121,7 +121,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		defer srv.Close()
 		fmt.Fprintln(stdout, "model: local SageMaker-compatible echo server (package biditest); no AWS account needed")
 	}
-	client, err := o.conn.Client(ctx, srv)
+	// The relay gives each reply's buffer back to its pools once the
+	// reply is on its way to the browser: replies make no garbage.
+	client, err := o.conn.Client(ctx, srv, func(bo *bidi.Options) { bo.MessageBuffer = relay.MessageBuffer })
 	if err != nil {
 		return cli.Fail(ctx, stderr, "relay", "loading AWS config: "+o.conn.Describe(err))
 	}
