@@ -19,7 +19,7 @@ import (
 // reports how each hostile client ended, the relay's memory and the
 // others' round trips.
 func hostile(ctx context.Context, rp *relayProc, n int, baseline []time.Duration) error {
-	st0, _ := rp.stats()
+	st0, _ := rp.stats(true)
 	var socks []net.Conn
 	defer func() {
 		for _, c := range socks {
@@ -110,7 +110,7 @@ func hostile(ctx context.Context, rp *relayProc, n int, baseline []time.Duration
 	if err != nil {
 		return err
 	}
-	st1, _ := rp.stats()
+	st1, _ := rp.stats(true)
 	bad.Wait()
 	close(results)
 	tally := map[string]int{}

@@ -77,6 +77,7 @@ var (
 	crowdRcv = flag.Int("crowd-rcvbuf", 4096, "SO_RCVBUF of the idle clients' sockets (0: the system's default)")
 	sndbuf   = flag.Int("sndbuf", 32<<10, "SO_SNDBUF of the relay's accepted sockets (0: the system's, which grows to MiBs on loopback)")
 	settle   = flag.Duration("settle", 30*time.Second, "how long the crowd's queues may take to fill and settle")
+	pooled   = flag.Bool("pooled-replies", true, "the relay's client receives into relay.MessageBuffer's pooled buffers (false: fresh ones, for the garbage collector)")
 	memLimit = flag.Int64("memlimit", 0, "the relay process's soft memory limit in `bytes` (debug.SetMemoryLimit; 0: none)")
 )
 
@@ -150,7 +151,7 @@ func startRelay(srv *biditest.Server) (*relayProc, error) {
 	defer os.Remove(cert.Name()) // the child has read it once it listens
 	pem.Encode(cert, &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	cert.Close()
-	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String(), "-sndbuf", strconv.Itoa(*sndbuf), "-memlimit", strconv.FormatInt(*memLimit, 10), "-memprofilerate", strconv.Itoa(*memRate)}
+	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String(), "-sndbuf", strconv.Itoa(*sndbuf), "-memlimit", strconv.FormatInt(*memLimit, 10), "-memprofilerate", strconv.Itoa(*memRate), "-pooled-replies=" + strconv.FormatBool(*pooled)}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -170,10 +171,16 @@ func startRelay(srv *biditest.Server) (*relayProc, error) {
 // stats reads the child's own view and its /proc figures.
 type stats struct {
 	RSS          int64 // bytes, VmRSS
+	PeakRSS      int64 // bytes, VmHWM: the most RSS so far
 	HeapInuse    uint64
 	HeapAlloc    uint64 // live bytes after a GC
 	StackIn      uint64
 	Sys          uint64
+	HeapIdle     uint64 // heap pages holding no object
+	HeapReleased uint64 // of them, given back to the system
+	StackSys     uint64
+	MetaSys      uint64 // the runtime's own: spans, caches, GC metadata, profiling buckets
+	OtherSys     uint64
 	Goroutine    int
 	Active       int
 	Drops        int64 // to the client
@@ -182,9 +189,16 @@ type stats struct {
 	CPU          time.Duration // user+system
 }
 
-func (p *relayProc) stats() (stats, error) {
+// stats reads the relay's figures; with gc, after two collections, so
+// that the heap is what is live (a poll without one leaves the
+// collector's pace alone).
+func (p *relayProc) stats(gc bool) (stats, error) {
 	var s stats
-	resp, err := http.Get("http://" + p.addr + "/stats")
+	url := "http://" + p.addr + "/stats"
+	if gc {
+		url += "?gc=1"
+	}
+	resp, err := http.Get(url)
 	if err != nil {
 		return s, err
 	}
@@ -195,8 +209,10 @@ func (p *relayProc) stats() (stats, error) {
 	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	for l := range strings.SplitSeq(string(status), "\n") {
 		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			s.RSS = kb << 10
+			s.RSS = statusBytes(v)
+		}
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			s.PeakRSS = statusBytes(v)
 		}
 	}
 	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
@@ -209,6 +225,12 @@ func (p *relayProc) stats() (stats, error) {
 		}
 	}
 	return s, nil
+}
+
+// statusBytes parses a /proc/PID/status size ("  1234 kB").
+func statusBytes(v string) int64 {
+	kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+	return kb << 10
 }
 
 func drive() error {
@@ -239,12 +261,12 @@ func drive() error {
 	if err != nil {
 		return fmt.Errorf("direct: %w", err)
 	}
-	before, _ := rp.stats()
+	before, _ := rp.stats(true)
 	relayed, err := roundTrips(ctx, *active, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
 	if err != nil {
 		return fmt.Errorf("relayed: %w", err)
 	}
-	after, _ := rp.stats()
+	after, _ := rp.stats(true)
 	report("direct session", direct)
 	report("through the relay", relayed)
 	fmt.Printf("relay/direct: p50 %.2fx, p99 %.2fx\n", ratio(relayed, direct, 50), ratio(relayed, direct, 99))
@@ -254,7 +276,7 @@ func drive() error {
 		cpu, sessMin, cpu.Seconds()/sessMin)
 
 	// A crowd that never reads.
-	st0, _ := rp.stats()
+	st0, _ := rp.stats(true)
 	fmt.Printf("relay before the crowd: RSS %.1f MiB, heap %.1f MiB, stacks %.1f MiB, %d goroutines\n",
 		mib(st0.RSS), mib(int64(st0.HeapInuse)), mib(int64(st0.StackIn)), st0.Goroutine)
 	crowd, err := startCrowd(ctx, rp.addr, *idle, *idleSend, *crowdRcv)
@@ -277,7 +299,7 @@ func drive() error {
 		}
 		time.Sleep(100 * time.Millisecond)
 		prev := st1
-		st1, _ = rp.stats()
+		st1, _ = rp.stats(false)
 		if st1.Active >= *idle && st1.Drops >= wantDrops && st1.Drops == prev.Drops && st1.DropsToModel == prev.DropsToModel {
 			still++
 		} else {
@@ -289,9 +311,14 @@ func drive() error {
 		crowd.close()
 		return fmt.Errorf("crowd: the relay's queues did not fill and settle within %v (%d clients, %d drops to them)", *settle, st1.Active, st1.Drops)
 	}
+	st1, _ = rp.stats(true)
 	fmt.Printf("relay with %d clients that never read (%d frames each sent, %d replies to each; dropped: %d to the clients, %d to the model): RSS %.1f MiB, heap %.1f MiB (live %.1f MiB), stacks %.1f MiB, %d goroutines; %.1f KiB RSS per client\n",
 		st1.Active, *idleSend, *idleEcho, st1.Drops, st1.DropsToModel, mib(st1.RSS), mib(int64(st1.HeapInuse)), mib(int64(st1.HeapAlloc)), mib(int64(st1.StackIn)), st1.Goroutine,
 		float64(st1.RSS-st0.RSS)/1024/float64(max(1, st1.Active)))
+	fmt.Printf("  peak RSS so far %.1f MiB\n", mib(st1.PeakRSS))
+	fmt.Printf("  the runtime's view: heap %.1f MiB in use, %.1f MiB free and kept, %.1f MiB given back; stacks %.1f MiB reserved; its own metadata %.1f MiB, other %.1f MiB; %.1f MiB mapped in all\n",
+		mib(int64(st1.HeapInuse)), mib(int64(st1.HeapIdle-st1.HeapReleased)), mib(int64(st1.HeapReleased)),
+		mib(int64(st1.StackSys)), mib(int64(st1.MetaSys)), mib(int64(st1.OtherSys)), mib(int64(st1.Sys)))
 	if *heapProf != "" {
 		if resp, err := http.Get("http://" + rp.addr + "/debug/pprof/heap?gc=1"); err == nil {
 			b, _ := io.ReadAll(resp.Body)
@@ -305,7 +332,7 @@ func drive() error {
 	}
 	report("through the relay, with the crowd", loaded)
 	fmt.Printf("loaded/unloaded p99: %.2fx\n", ratio(loaded, relayed, 99))
-	st2, _ := rp.stats()
+	st2, _ := rp.stats(true)
 	fmt.Printf("relay after the loaded run: RSS %.1f MiB, heap %.1f MiB\n", mib(st2.RSS), mib(int64(st2.HeapInuse)))
 	crowd.close()
 

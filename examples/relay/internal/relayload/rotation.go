@@ -19,7 +19,7 @@ import (
 // the run reports losses, duplicates, reorderings and the gaps between
 // replies.
 func rotationRun(ctx context.Context, rp *relayProc, n int, audio time.Duration, speed float64) error {
-	st0, _ := rp.stats()
+	st0, _ := rp.stats(true)
 	perClient := int(audio / (20 * time.Millisecond))
 	interval := time.Duration(float64(20*time.Millisecond) / speed)
 	type result struct {
@@ -90,7 +90,7 @@ func rotationRun(ctx context.Context, rp *relayProc, n int, audio time.Duration,
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	st1, _ := rp.stats()
+	st1, _ := rp.stats(true)
 	var lost, dup, recv, reordered int
 	var gaps []time.Duration
 	codes := map[websocket.StatusCode]int{}

@@ -9,6 +9,7 @@ import (
 	_ "net/http/pprof" // /debug/pprof on the child's own port, for -heapprofile
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,6 +46,9 @@ func runRelay() error {
 	}, func(o *bidi.Options) {
 		o.TLSConfig = tlsCfg
 		o.RetryMaxAttempts = 1
+		if *pooled {
+			o.MessageBuffer = relay.MessageBuffer
+		}
 	})
 	drops := &dropCounter{}
 	var rotations atomic.Int64
@@ -81,14 +85,19 @@ func runRelay() error {
 	mux.Handle("/ws", h)
 	mux.Handle("/debug/pprof/", http.DefaultServeMux)
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
-		// Two collections: objects in sync.Pools survive the first (as
-		// the pools' victims), and are not what the calls hold.
-		runtime.GC()
-		runtime.GC()
+		// With ?gc=1, after two collections: objects in sync.Pools
+		// survive the first (as the pools' victims), and are not what
+		// the calls hold.
+		if r.URL.Query().Get("gc") != "" {
+			runtime.GC()
+			runtime.GC()
+		}
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		json.NewEncoder(w).Encode(stats{
 			HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc, StackIn: ms.StackInuse, Sys: ms.Sys,
+			HeapIdle: ms.HeapIdle, HeapReleased: ms.HeapReleased, StackSys: ms.StackSys,
+			MetaSys: ms.MSpanSys + ms.MCacheSys + ms.GCSys + ms.BuckHashSys, OtherSys: ms.OtherSys,
 			Goroutine: runtime.NumGoroutine(), Active: h.Active(), Rotations: rotations.Load(),
 			Drops: drops.toClient.Load(), DropsToModel: drops.toModel.Load(),
 		})
@@ -150,11 +159,18 @@ func (d *dropCounter) Int64Counter(name string, _ ...metrics.InstrumentOption) (
 // counterFunc receives each Add with its direction attribute.
 type counterFunc func(n int64, direction string)
 
+// recordOptions reuses the options an Add reads its attributes from: a
+// fresh one allocates a map for its Properties on every call, a
+// measuring instrument's garbage (hundreds of bytes per drop) that would
+// count as the relay's memory.
+var recordOptions = sync.Pool{New: func() any { return new(metrics.RecordMetricOptions) }}
+
 func (f counterFunc) Add(_ context.Context, n int64, opts ...metrics.RecordMetricOption) {
-	var o metrics.RecordMetricOptions
+	o := recordOptions.Get().(*metrics.RecordMetricOptions)
 	for _, opt := range opts {
-		opt(&o)
+		opt(o)
 	}
 	dir, _ := o.Properties.Get(relay.AttrDirection).(string)
+	recordOptions.Put(o)
 	f(n, dir)
 }
