@@ -2,31 +2,58 @@ package transport
 
 import "sync"
 
-// recvChunkSize is the size of the pooled chunks that hold received
-// bytes. A stream holds chunks only while bytes wait to be read, so an
-// idle stream holds none, whatever the peer's frame size.
-const recvChunkSize = 16 << 10
+// Received bytes are held in pooled chunks of two sizes: a full chunk
+// (recvChunkSize) for a frame's bytes over smallChunkSize, a small one
+// for fewer. A stream holds chunks only while bytes wait to be read, so
+// an idle stream holds none, whatever the peer's frame size; and a
+// stream with one small message waiting (a 20 ms audio frame, say) holds
+// 2 KiB, not 16: with thousands of streams whose readers lag a moment,
+// that is most of what they buffer.
+const (
+	recvChunkSize  = 16 << 10
+	smallChunkSize = 2 << 10
+)
 
-var chunkPool = sync.Pool{New: func() any { return new([recvChunkSize]byte) }}
+var (
+	chunkPool      = sync.Pool{New: func() any { return new([recvChunkSize]byte) }}
+	smallChunkPool = sync.Pool{New: func() any { return new([smallChunkSize]byte) }}
+)
+
+// getChunk returns a chunk for n more bytes: a small one if they fit.
+func getChunk(n int) []byte {
+	if n <= smallChunkSize {
+		return smallChunkPool.Get().(*[smallChunkSize]byte)[:]
+	}
+	return chunkPool.Get().(*[recvChunkSize]byte)[:]
+}
+
+// putChunk gives a chunk of getChunk's back to its pool.
+func putChunk(c []byte) {
+	if len(c) == smallChunkSize {
+		smallChunkPool.Put((*[smallChunkSize]byte)(c))
+	} else {
+		chunkPool.Put((*[recvChunkSize]byte)(c))
+	}
+}
 
 // recvBuffer is a FIFO of received bytes in pooled chunks. Its reader
 // may borrow the bytes of the first chunk in place (peek), and consume
 // them later (discard); while they are lent, that chunk is not given
 // back to the pool by anyone else (release drops it instead).
 type recvBuffer struct {
-	chunks []*[recvChunkSize]byte
-	r      int  // read offset in chunks[0]
-	w      int  // write offset in the last chunk
-	n      int  // bytes buffered
-	lent   bool // chunks[0][r:] was lent by peek and not consumed since
+	chunks [][]byte // each a whole chunk of getChunk's
+	r      int      // read offset in chunks[0]
+	w      int      // write offset in the last chunk
+	n      int      // bytes buffered
+	lent   bool     // chunks[0][r:] was lent by peek and not consumed since
 }
 
 func (b *recvBuffer) len() int { return b.n }
 
 func (b *recvBuffer) write(p []byte) {
 	for len(p) > 0 {
-		if len(b.chunks) == 0 || b.w == recvChunkSize {
-			b.chunks = append(b.chunks, chunkPool.Get().(*[recvChunkSize]byte))
+		if len(b.chunks) == 0 || b.w == len(b.chunks[len(b.chunks)-1]) {
+			b.chunks = append(b.chunks, getChunk(len(p)))
 			b.w = 0
 		}
 		c := copy(b.chunks[len(b.chunks)-1][b.w:], p)
@@ -41,7 +68,7 @@ func (b *recvBuffer) firstEnd() int {
 	if len(b.chunks) == 1 {
 		return b.w
 	}
-	return recvChunkSize
+	return len(b.chunks[0])
 }
 
 func (b *recvBuffer) read(p []byte) int {
@@ -68,6 +95,9 @@ func (b *recvBuffer) peek() []byte {
 
 // discard consumes n bytes, at most what peek returned.
 func (b *recvBuffer) discard(n int) {
+	if b.n == 0 {
+		return
+	}
 	b.consume(min(n, b.firstEnd()-b.r))
 }
 
@@ -78,7 +108,7 @@ func (b *recvBuffer) consume(n int) {
 	b.r += n
 	b.n -= n
 	if b.r == b.firstEnd() {
-		chunkPool.Put(b.chunks[0])
+		putChunk(b.chunks[0])
 		b.chunks[0] = nil
 		if len(b.chunks) == 1 {
 			// Empty: the last chunk went back too.
@@ -100,7 +130,7 @@ func (b *recvBuffer) release() {
 		if i > 0 || !b.lent {
 			// A lent chunk may still be read: the garbage collector
 			// takes it when its borrower is done.
-			chunkPool.Put(c)
+			putChunk(c)
 		}
 		b.chunks[i] = nil
 	}

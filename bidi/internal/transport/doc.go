@@ -30,7 +30,8 @@
 //     goroutine of its own: the body says when it has bytes ready (the
 //     function given to [Body].Bind) and hands them over without blocking
 //     ([Body].ReadNow). Its response body is a bounded buffer filled by
-//     the read loop (pooled 16 KiB chunks, held only while bytes wait),
+//     the read loop (pooled chunks, 2 KiB for a small frame and 16 KiB
+//     for a larger one, held only while bytes wait),
 //     read without blocking with [Stream.Read] (eventstream.ErrWouldBlock
 //     until something is ready, [Stream.SetNotify] saying when to try
 //     again), or borrowed in place with [Stream.Peek] and consumed with

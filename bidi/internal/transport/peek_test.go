@@ -42,27 +42,130 @@ func TestRecvBufferPeek(t *testing.T) {
 // TestRecvBufferReleaseKeepsLentChunk: a buffer dropped (its stream
 // closed) while its first chunk is lent must not give that chunk to the
 // pool, where the read loop of another stream would write over the bytes
-// the borrower is still decoding.
+// the borrower is still decoding. Small and full chunks alike.
 func TestRecvBufferReleaseKeepsLentChunk(t *testing.T) {
-	var b recvBuffer
-	b.write(bytes.Repeat([]byte{'a'}, 1000))
-	p := b.peek()
-	b.release()
-	// Take chunks from the pool as other streams would, and write them.
-	var taken []*[recvChunkSize]byte
-	for range 64 {
-		c := chunkPool.Get().(*[recvChunkSize]byte)
-		for i := range c {
-			c[i] = 'x'
+	for _, size := range []int{1000, 10000} {
+		var b recvBuffer
+		b.write(bytes.Repeat([]byte{'a'}, size))
+		p := b.peek()
+		b.release()
+		// Take chunks from the pool as other streams would, and write them.
+		var taken [][]byte
+		for range 64 {
+			c := getChunk(size)
+			for i := range c {
+				c[i] = 'x'
+			}
+			taken = append(taken, c)
 		}
-		taken = append(taken, c)
+		for _, c := range taken {
+			putChunk(c)
+		}
+		if !bytes.Equal(p, bytes.Repeat([]byte{'a'}, size)) {
+			t.Fatalf("a lent chunk (%d bytes) was reused after release", size)
+		}
 	}
-	for _, c := range taken {
-		chunkPool.Put(c)
+}
+
+// TestRecvBufferChunkSizes: a frame's bytes that fit a small chunk go
+// into one, larger ones into full chunks, and the bytes come out in
+// order across chunks of both sizes.
+func TestRecvBufferChunkSizes(t *testing.T) {
+	var b recvBuffer
+	var want []byte
+	add := func(n int) {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(len(want) + i)
+		}
+		want = append(want, p...)
+		b.write(p)
 	}
-	if !bytes.Equal(p, bytes.Repeat([]byte{'a'}, 1000)) {
-		t.Fatal("a lent chunk was reused after release")
+	add(640)
+	if len(b.chunks) != 1 || len(b.chunks[0]) != smallChunkSize {
+		t.Fatalf("640 bytes in %d chunks, the first of %d bytes; want one small chunk", len(b.chunks), len(b.chunks[0]))
 	}
+	add(640)
+	add(640)
+	add(640) // fills the small chunk and starts another small one
+	if len(b.chunks) != 2 || len(b.chunks[1]) != smallChunkSize {
+		t.Fatalf("2,560 bytes of small frames in %d chunks", len(b.chunks))
+	}
+	add(10000) // the rest of the second chunk, then a full one
+	if last := b.chunks[len(b.chunks)-1]; len(last) != recvChunkSize {
+		t.Fatalf("a 10,000-byte frame's last chunk holds %d bytes, want a full chunk", len(last))
+	}
+	var got []byte
+	for b.len() > 0 {
+		p := b.peek()
+		got = append(got, p...)
+		b.discard(len(p))
+	}
+	if !bytes.Equal(got, want) || len(b.chunks) != 0 {
+		t.Fatalf("read %d bytes of %d (in order: %v), %d chunks left", len(got), len(want), bytes.Equal(got, want), len(b.chunks))
+	}
+}
+
+// FuzzRecvBuffer runs writes, peeks, discards, reads and a release in
+// the order the input gives, and checks the bytes against a plain
+// slice: in order, none lost or repeated, and the chunks consistent
+// with the count.
+func FuzzRecvBuffer(f *testing.F) {
+	f.Add([]byte{0, 10, 1, 2, 5, 3, 20})
+	f.Add([]byte{0, 255, 0, 3, 0, 200, 1, 2, 9, 3, 255, 3, 255})
+	f.Add([]byte{0, 1, 1, 4, 0, 40})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		var b recvBuffer
+		var want []byte // what was written and not yet consumed
+		next := byte(0)
+		for i := 0; i+1 < len(ops); i += 2 {
+			arg := int(ops[i+1])
+			switch ops[i] % 5 {
+			case 0: // write a frame of arg*73 bytes (up to 18,615: small and full chunks)
+				p := make([]byte, arg*73)
+				for j := range p {
+					p[j] = next
+					next++
+				}
+				b.write(p)
+				want = append(want, p...)
+			case 1: // peek
+				p := b.peek()
+				if !bytes.Equal(p, want[:len(p)]) || (len(p) == 0) != (len(want) == 0) {
+					t.Fatalf("peek: %d bytes, not the next ones (%d buffered)", len(p), len(want))
+				}
+			case 2: // discard arg*37 bytes of what peek lends
+				n := min(arg*37, len(b.peek()))
+				b.discard(n)
+				want = want[n:]
+			case 3: // read up to arg*91 bytes
+				got := make([]byte, arg*91)
+				n := b.read(got)
+				if n != min(len(got), len(want)) || !bytes.Equal(got[:n], want[:n]) {
+					t.Fatalf("read %d of %d bytes, not the next ones", n, len(got))
+				}
+				want = want[n:]
+			case 4:
+				if arg%8 == 0 {
+					b.release()
+					want = nil
+				}
+			}
+			if b.len() != len(want) {
+				t.Fatalf("len %d, want %d", b.len(), len(want))
+			}
+			held := 0
+			for j, c := range b.chunks {
+				if len(c) != smallChunkSize && len(c) != recvChunkSize {
+					t.Fatalf("chunk %d of %d bytes", j, len(c))
+				}
+				held += len(c)
+			}
+			if len(b.chunks) > 0 && held-b.r-(len(b.chunks[len(b.chunks)-1])-b.w) != b.n {
+				t.Fatalf("chunks hold %d bytes from r=%d to w=%d, count %d", held, b.r, b.w, b.n)
+			}
+		}
+	})
 }
 
 // TestStreamPeekDiscard reads a response only with Peek and Discard: the
