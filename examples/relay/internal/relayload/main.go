@@ -227,6 +227,39 @@ func (p *relayProc) stats(gc bool) (stats, error) {
 	return s, nil
 }
 
+// samplePeaks polls the relay's figures every 50 ms, without a
+// collection, until the returned function is called; that returns the
+// largest of each seen.
+func samplePeaks(rp *relayProc) (stop func() stats) {
+	done := make(chan struct{})
+	result := make(chan stats, 1)
+	go func() {
+		var most stats
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				result <- most
+				return
+			case <-t.C:
+			}
+			st, err := rp.stats(false)
+			if err != nil {
+				continue
+			}
+			most.RSS = max(most.RSS, st.RSS)
+			most.HeapInuse = max(most.HeapInuse, st.HeapInuse)
+			most.StackIn = max(most.StackIn, st.StackIn)
+			most.Goroutine = max(most.Goroutine, st.Goroutine)
+		}
+	}()
+	return func() stats {
+		close(done)
+		return <-result
+	}
+}
+
 // statusBytes parses a /proc/PID/status size ("  1234 kB").
 func statusBytes(v string) int64 {
 	kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
@@ -279,8 +312,10 @@ func drive() error {
 	st0, _ := rp.stats(true)
 	fmt.Printf("relay before the crowd: RSS %.1f MiB, heap %.1f MiB, stacks %.1f MiB, %d goroutines\n",
 		mib(st0.RSS), mib(int64(st0.HeapInuse)), mib(int64(st0.StackIn)), st0.Goroutine)
+	stopSampling := samplePeaks(rp)
 	crowd, err := startCrowd(ctx, rp.addr, *idle, *idleSend, *crowdRcv)
 	if err != nil {
+		stopSampling()
 		return fmt.Errorf("crowd: %w", err)
 	}
 	// Until the clients' replies overflowed their queues and nothing
@@ -311,11 +346,13 @@ func drive() error {
 		crowd.close()
 		return fmt.Errorf("crowd: the relay's queues did not fill and settle within %v (%d clients, %d drops to them)", *settle, st1.Active, st1.Drops)
 	}
+	fill := stopSampling()
 	st1, _ = rp.stats(true)
 	fmt.Printf("relay with %d clients that never read (%d frames each sent, %d replies to each; dropped: %d to the clients, %d to the model): RSS %.1f MiB, heap %.1f MiB (live %.1f MiB), stacks %.1f MiB, %d goroutines; %.1f KiB RSS per client\n",
 		st1.Active, *idleSend, *idleEcho, st1.Drops, st1.DropsToModel, mib(st1.RSS), mib(int64(st1.HeapInuse)), mib(int64(st1.HeapAlloc)), mib(int64(st1.StackIn)), st1.Goroutine,
 		float64(st1.RSS-st0.RSS)/1024/float64(max(1, st1.Active)))
-	fmt.Printf("  peak RSS so far %.1f MiB\n", mib(st1.PeakRSS))
+	fmt.Printf("  peak RSS so far %.1f MiB; while the crowd connected and filled (sampled every 50 ms): at most RSS %.1f MiB, heap in use %.1f MiB, stacks %.1f MiB, %d goroutines\n",
+		mib(st1.PeakRSS), mib(fill.RSS), mib(int64(fill.HeapInuse)), mib(int64(fill.StackIn)), fill.Goroutine)
 	fmt.Printf("  the runtime's view: heap %.1f MiB in use, %.1f MiB free and kept, %.1f MiB given back; stacks %.1f MiB reserved; its own metadata %.1f MiB, other %.1f MiB; %.1f MiB mapped in all\n",
 		mib(int64(st1.HeapInuse)), mib(int64(st1.HeapIdle-st1.HeapReleased)), mib(int64(st1.HeapReleased)),
 		mib(int64(st1.StackSys)), mib(int64(st1.MetaSys)), mib(int64(st1.OtherSys)), mib(int64(st1.Sys)))
