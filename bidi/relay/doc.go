@@ -113,11 +113,11 @@
 // (GOGC=100), and what the calls allocate meanwhile decides how soon it
 // gets there. Set the Client's Options.MessageBuffer to [MessageBuffer]
 // so that replies, dropped or delivered, make no garbage: that crowd
-// then peaks at 75–81 MiB resident instead of 100–105. A server with a
-// memory budget sets a soft limit (GOMEMLIMIT, or
+// then peaks at about 70 MiB resident instead of 100–105. A server with
+// a memory budget sets a soft limit (GOMEMLIMIT, or
 // runtime/debug.SetMemoryLimit) a little under it (a 56 MiB limit held
-// that crowd at 60–61 MiB resident once its queues were full, after a
-// peak of 68 MiB while they filled), and sizes its calls so that what they
+// that crowd at 60–61 MiB resident once its queues were full, and at
+// 62–68 MiB at the most while they filled), and sizes its calls so that what they
 // keep live, stacks included, stays well below the limit: the collector
 // then runs more often instead of letting the heap double, while a limit
 // at or below what is live makes it run all the time, slowing every
