@@ -401,8 +401,12 @@ func TestSlowClientIsNotAPingTimeout(t *testing.T) {
 func TestStreamingContainerIsNotAPingTimeout(t *testing.T) {
 	rc := newRawContainer(t)
 	g := startGateway(t, rc.url, func(c *bridge.Config) {
-		c.PingInterval = 20 * time.Millisecond
-		c.MaxMissedPongs = 5
+		// 8 intervals of 50 ms: a turn of the lockstep below (the
+		// client's Recv, the container's write, the gateway's read) must
+		// not stall that long, which two CPU hogs beside the suite made
+		// a turn do against 5 of 20 ms.
+		c.PingInterval = 50 * time.Millisecond
+		c.MaxMissedPongs = 8
 		c.CloseTimeout = 200 * time.Millisecond
 	})
 	sess := open(t, g.client(t), bidi.OpenInput{})
@@ -422,7 +426,7 @@ func TestStreamingContainerIsNotAPingTimeout(t *testing.T) {
 	go func() {
 		defer close(done)
 		frame := frameBytes(true, opBinary, bytes.Repeat([]byte("a"), 256))
-		for start := time.Now(); time.Since(start) < 400*time.Millisecond; {
+		for start := time.Now(); time.Since(start) < time.Second; {
 			if _, err := peer.c.Write(frame); err != nil {
 				return
 			}
@@ -441,7 +445,7 @@ func TestStreamingContainerIsNotAPingTimeout(t *testing.T) {
 		if err != nil {
 			stopRecv()
 			var mse *bidi.ModelStreamError
-			if !errors.As(err, &mse) || mse.ErrorCode_ != "1006" || !strings.Contains(mse.Message, "did not answer 5 WebSocket pings") {
+			if !errors.As(err, &mse) || mse.ErrorCode_ != "1006" || !strings.Contains(mse.Message, "did not answer 8 WebSocket pings") {
 				t.Fatalf("Recv after %d messages = %v, want the ping timeout's ModelStreamError", received, err)
 			}
 			select {
