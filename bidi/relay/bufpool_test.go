@@ -2,7 +2,6 @@ package relay
 
 import (
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -44,24 +43,6 @@ func (l *bufferLog) reused(t *testing.T, replies int) {
 	}
 }
 
-// checkSurvivors checks that the replies got are whole copies of what was
-// sent (payload(id, size)), in order, and end with the last one sent.
-func checkSurvivors(t *testing.T, got []bidi.Message, size, last int) {
-	t.Helper()
-	for i, m := range got {
-		id := int(m.Data[0]) | int(m.Data[1])<<8
-		if string(m.Data) != string(payload(id, size)) {
-			t.Fatalf("reply %d (%d bytes) is not what was sent", id, len(m.Data))
-		}
-		if prev := got[max(i-1, 0)]; i > 0 && id <= int(prev.Data[0])|int(prev.Data[1])<<8 {
-			t.Fatalf("reply %d after a later one", id)
-		}
-	}
-	if len(got) == 0 || int(got[len(got)-1].Data[0])|int(got[len(got)-1].Data[1])<<8 != last {
-		t.Fatalf("%d replies, the last not %d", len(got), last)
-	}
-}
-
 // TestRepliesReuseMessageBuffers: with MessageBuffer as the client's
 // Options.MessageBuffer, a reply's buffer goes back to the pools once the
 // reply is written to the client, copied into the queue or dropped, and
@@ -95,39 +76,10 @@ func TestRepliesReuseMessageBuffers(t *testing.T) {
 		log.reused(t, n)
 	})
 	t.Run("queued and dropped", func(t *testing.T) {
-		var pushed, dropped atomic.Int32
-		done := make(chan struct{})
-		testHookPush = func(toModel bool, d int, ok bool) {
-			if !toModel && ok {
-				dropped.Add(int32(d))
-				if pushed.Add(1) == n {
-					close(done)
-				}
-			}
-		}
-		defer func() { testHookPush = nil }()
 		var log bufferLog
 		e := newEnvWith(t, func(o *bidi.Options) { o.MessageBuffer = log.alloc }, nil,
 			&Options{ToClientQueueBytes: 8 << 10, ToModelQueueBytes: 1 << 20, Overflow: OverflowDropOldest, EndOfInput: endOfInput, FinishQuiet: time.Millisecond}, nil)
-		c := e.dial(t)
-		e.gate.close()
-		for i := range n {
-			if err := c.Write(t.Context(), websocket.MessageBinary, payload(i, size)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// Every reply was delivered at once (the first, whose write
-		// waits at the gate) or went into the queue, most of them to be
-		// dropped.
-		<-done
-		e.gate.open()
-		c.Write(t.Context(), websocket.MessageText, []byte("end"))
-		got, err := readUntilClose(t, c)
-		wantClose(t, err, websocket.StatusNormalClosure, "")
-		if len(got)+int(dropped.Load()) != n || dropped.Load() == 0 {
-			t.Fatalf("got %d, dropped %d, want %d in all and some dropped", len(got), dropped.Load(), n)
-		}
-		checkSurvivors(t, got, size, n-1)
+		dropOldestRun(t, e, n, size)
 		log.reused(t, n)
 	})
 }

@@ -401,7 +401,19 @@ loop:
 
 // OverflowDropOldest keeps the newest messages and counts the others.
 func TestOverflowDropOldest(t *testing.T) {
-	const n = 40
+	const n, size = 40, 1000
+	e := newEnv(t, nil, &Options{ToClientQueueBytes: 8 << 10, ToModelQueueBytes: 1 << 20, Overflow: OverflowDropOldest, EndOfInput: endOfInput, FinishQuiet: time.Millisecond}, nil)
+	dropOldestRun(t, e, n, size)
+}
+
+// dropOldestRun sends n echoed messages of size bytes through e's relay
+// (Overflow: OverflowDropOldest, an 8 KiB queue to the client) while its
+// writes to the client are held at the gate, so that the replies fill the
+// queue and the oldest are dropped; then it opens the gate, ends the
+// input and checks what the client got: some replies dropped, the others
+// whole, in order and ending with the newest.
+func dropOldestRun(t *testing.T, e *env, n, size int) {
+	t.Helper()
 	var pushed, dropped, in atomic.Int32
 	done := make(chan struct{})
 	testHookPush = func(toModel bool, d int, ok bool) {
@@ -410,20 +422,21 @@ func TestOverflowDropOldest(t *testing.T) {
 		}
 		if !toModel && ok {
 			dropped.Add(int32(d))
-			if pushed.Add(1) == n {
+			if pushed.Add(1) == int32(n) {
 				close(done)
 			}
 		}
 	}
 	defer func() { testHookPush = nil }()
-	e := newEnv(t, nil, &Options{ToClientQueueBytes: 8 << 10, ToModelQueueBytes: 1 << 20, Overflow: OverflowDropOldest, EndOfInput: endOfInput, FinishQuiet: time.Millisecond}, nil)
 	c := e.dial(t)
 	e.gate.close()
 	for i := range n {
-		if err := c.Write(t.Context(), websocket.MessageBinary, payload(i, 1000)); err != nil {
+		if err := c.Write(t.Context(), websocket.MessageBinary, payload(i, size)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// Every reply was delivered at once (the first, whose write waits at
+	// the gate) or went into the queue, most of them to be dropped.
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -436,17 +449,24 @@ func TestOverflowDropOldest(t *testing.T) {
 	if len(got)+int(dropped.Load()) != n || dropped.Load() == 0 {
 		t.Fatalf("got %d, dropped %d, want %d in all and some dropped", len(got), dropped.Load(), n)
 	}
-	// The survivors are whole, in order, and end with the newest.
+	checkSurvivors(t, got, size, n-1)
+}
+
+// checkSurvivors checks that the replies got are whole copies of what was
+// sent (payload(id, size)), in order, and end with the last one sent.
+func checkSurvivors(t *testing.T, got []bidi.Message, size, last int) {
+	t.Helper()
+	id := func(m bidi.Message) int { return int(m.Data[0]) | int(m.Data[1])<<8 }
 	for i, m := range got {
-		if want := payload(int(m.Data[0]), 1000); string(m.Data) != string(want) {
-			t.Fatalf("message %d (%d bytes) is not what was sent", m.Data[0], len(m.Data))
+		if string(m.Data) != string(payload(id(m), size)) {
+			t.Fatalf("message %d (%d bytes) is not what was sent", id(m), len(m.Data))
 		}
-		if i > 0 && m.Data[0] <= got[i-1].Data[0] {
-			t.Fatalf("out of order: %d after %d", m.Data[0], got[i-1].Data[0])
+		if i > 0 && id(m) <= id(got[i-1]) {
+			t.Fatalf("out of order: %d after %d", id(m), id(got[i-1]))
 		}
 	}
-	if got[len(got)-1].Data[0] != n-1 {
-		t.Fatalf("last message %d, want %d", got[len(got)-1].Data[0], n-1)
+	if len(got) == 0 || id(got[len(got)-1]) != last {
+		t.Fatalf("%d messages, the last not %d", len(got), last)
 	}
 }
 

@@ -188,7 +188,6 @@ func (p *rawPeer) read() (rawFrame, error) {
 	return f, nil
 }
 
-// mustRead returns the next frame and fails the test on error.
 // answerInBackground reads the gateway's frames on a goroutine of its
 // own until the close frame, which it echoes, answering pings with pongs
 // if pongs is set and dropping every other frame. The channel gets nil
@@ -214,6 +213,7 @@ func (p *rawPeer) answerInBackground(pongs bool) <-chan error {
 	return done
 }
 
+// mustRead returns the next frame and fails the test on error.
 func (p *rawPeer) mustRead() rawFrame {
 	p.t.Helper()
 	f, err := p.read()

@@ -342,11 +342,11 @@ func drive() error {
 		}
 		settled = still == 5
 	}
+	fill := stopSampling()
 	if !settled {
 		crowd.close()
 		return fmt.Errorf("crowd: the relay's queues did not fill and settle within %v (%d clients, %d drops to them)", *settle, st1.Active, st1.Drops)
 	}
-	fill := stopSampling()
 	st1, _ = rp.stats(true)
 	fmt.Printf("relay with %d clients that never read (%d frames each sent, %d replies to each; dropped: %d to the clients, %d to the model): RSS %.1f MiB, heap %.1f MiB (live %.1f MiB), stacks %.1f MiB, %d goroutines; %.1f KiB RSS per client\n",
 		st1.Active, *idleSend, *idleEcho, st1.Drops, st1.DropsToModel, mib(st1.RSS), mib(int64(st1.HeapInuse)), mib(int64(st1.HeapAlloc)), mib(int64(st1.StackIn)), st1.Goroutine,
