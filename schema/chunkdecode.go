@@ -66,6 +66,29 @@ func (f *fields) first(n int) bool {
 	return true
 }
 
+// str reads field n, a string, into *dst, reusing last's string when
+// the value repeats it.
+func (f *fields) str(n int, dst *string, last *recent) {
+	if f.first(n) {
+		*dst = last.get(f.r.str())
+	}
+}
+
+// integer reads field n, an integer, into *dst.
+func (f *fields) integer(n int, dst *int) {
+	if f.first(n) {
+		*dst = int(f.r.integer())
+	}
+}
+
+// onlyNull reads field n, which this decoder understands only as null:
+// any other value gives up on the chunk.
+func (f *fields) onlyNull(n int) {
+	if f.first(n) && !f.r.null() {
+		f.r.fail()
+	}
+}
+
 // unknown handles a key that is none of names.
 func (f *fields) unknown(key []byte, names []string) {
 	for _, n := range names {
@@ -128,9 +151,7 @@ func (d *chunkDecoder) decodeText(data []byte, c *TextCompletion) bool {
 				})
 			}
 		case "kv_transfer_params":
-			if f.first(8) && !r.null() {
-				r.fail()
-			}
+			f.onlyNull(8)
 		default:
 			f.unknown(key, textHeadFields)
 		}
@@ -144,29 +165,19 @@ func (d *chunkDecoder) head(key []byte, f *fields, h chunkHead) bool {
 	r := f.r
 	switch string(key) {
 	case "id":
-		if f.first(0) {
-			*h.id = d.id.get(r.str())
-		}
+		f.str(0, h.id, &d.id)
 	case "object":
-		if f.first(1) {
-			*h.object = d.object.get(r.str())
-		}
+		f.str(1, h.object, &d.object)
 	case "created":
 		if f.first(2) {
 			*h.created = r.integer()
 		}
 	case "model":
-		if f.first(3) {
-			*h.model = d.model.get(r.str())
-		}
+		f.str(3, h.model, &d.model)
 	case "service_tier":
-		if f.first(5) {
-			*h.tier = d.tier.get(r.str())
-		}
+		f.str(5, h.tier, &d.tier)
 	case "system_fingerprint":
-		if f.first(6) {
-			*h.fingerprint = d.fingerprint.get(r.str())
-		}
+		f.str(6, h.fingerprint, &d.fingerprint)
 	case "usage":
 		if f.first(7) {
 			*h.usage = d.readUsage()
@@ -198,17 +209,11 @@ func (d *chunkDecoder) readUsage() *Usage {
 		u := &d.usage
 		switch string(key) {
 		case "prompt_tokens":
-			if f.first(0) {
-				u.PromptTokens = int(r.integer())
-			}
+			f.integer(0, &u.PromptTokens)
 		case "completion_tokens":
-			if f.first(1) {
-				u.CompletionTokens = int(r.integer())
-			}
+			f.integer(1, &u.CompletionTokens)
 		case "total_tokens":
-			if f.first(2) {
-				u.TotalTokens = int(r.integer())
-			}
+			f.integer(2, &u.TotalTokens)
 		case "prompt_tokens_details":
 			if f.first(3) && !r.null() {
 				d.details = PromptTokensDetails{}
@@ -216,9 +221,7 @@ func (d *chunkDecoder) readUsage() *Usage {
 				g := fields{r: r}
 				r.object(func(key []byte) {
 					if string(key) == "cached_tokens" {
-						if g.first(0) {
-							d.details.CachedTokens = int(r.integer())
-						}
+						g.integer(0, &d.details.CachedTokens)
 						return
 					}
 					g.unknown(key, detailsFields)
@@ -238,21 +241,15 @@ func (d *chunkDecoder) chatChoice(ch *ChatChunkChoice) {
 	r.object(func(key []byte) {
 		switch string(key) {
 		case "index":
-			if f.first(0) {
-				ch.Index = int(r.integer())
-			}
+			f.integer(0, &ch.Index)
 		case "delta":
 			if f.first(1) {
 				d.delta(&ch.Delta)
 			}
 		case "logprobs":
-			if f.first(2) && !r.null() {
-				r.fail()
-			}
+			f.onlyNull(2)
 		case "finish_reason":
-			if f.first(3) {
-				ch.FinishReason = d.finish.get(r.str())
-			}
+			f.str(3, &ch.FinishReason, &d.finish)
 		case "stop_reason":
 			if f.first(4) {
 				ch.StopReason = d.stopReason()
@@ -270,25 +267,15 @@ func (d *chunkDecoder) delta(dl *ChatDelta) {
 	r.object(func(key []byte) {
 		switch string(key) {
 		case "role":
-			if f.first(0) {
-				dl.Role = d.role.get(r.str())
-			}
+			f.str(0, &dl.Role, &d.role)
 		case "content":
-			if f.first(1) {
-				dl.Content = d.text.get(r.str())
-			}
+			f.str(1, &dl.Content, &d.text)
 		case "reasoning_content":
-			if f.first(2) {
-				dl.ReasoningContent = d.text.get(r.str())
-			}
+			f.str(2, &dl.ReasoningContent, &d.text)
 		case "refusal":
-			if f.first(3) {
-				dl.Refusal = d.text.get(r.str())
-			}
+			f.str(3, &dl.Refusal, &d.text)
 		case "function_call":
-			if f.first(4) && !r.null() {
-				r.fail()
-			}
+			f.onlyNull(4)
 		case "tool_calls":
 			if f.first(5) {
 				if r.ws() == '[' {
@@ -309,29 +296,19 @@ func (d *chunkDecoder) textChoice(ch *TextChoice) {
 	r.object(func(key []byte) {
 		switch string(key) {
 		case "index":
-			if f.first(0) {
-				ch.Index = int(r.integer())
-			}
+			f.integer(0, &ch.Index)
 		case "text":
-			if f.first(1) {
-				ch.Text = d.text.get(r.str())
-			}
+			f.str(1, &ch.Text, &d.text)
 		case "logprobs":
-			if f.first(2) && !r.null() {
-				r.fail()
-			}
+			f.onlyNull(2)
 		case "finish_reason":
-			if f.first(3) {
-				ch.FinishReason = d.finish.get(r.str())
-			}
+			f.str(3, &ch.FinishReason, &d.finish)
 		case "stop_reason":
 			if f.first(4) {
 				ch.StopReason = d.stopReason()
 			}
 		case "prompt_logprobs":
-			if f.first(5) && !r.null() {
-				r.fail()
-			}
+			f.onlyNull(5)
 		default:
 			f.unknown(key, textChoiceField)
 		}

@@ -2,10 +2,10 @@ package schema
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/schema/internal/jsonspan"
 )
 
 // jsonReader reads one JSON value held whole in memory, for the chunk
@@ -165,7 +165,7 @@ func (r *jsonReader) rawString() (raw []byte, escaped bool) {
 	start := r.i + 1
 	ascii := true
 	for i := start; i < len(r.b); i++ {
-		i += plainSpan(r.b[i:])
+		i += jsonspan.ASCII(r.b[i:])
 		if i == len(r.b) {
 			break
 		}
@@ -189,30 +189,6 @@ func (r *jsonReader) rawString() (raw []byte, escaped bool) {
 	}
 	r.fail()
 	return nil, false
-}
-
-const (
-	swarLo = 0x0101010101010101
-	swarHi = 0x8080808080808080
-)
-
-// plainSpan returns the length of the prefix of b made of printable ASCII
-// bytes other than '"' and '\\', eight bytes at a time.
-func plainSpan(b []byte) int {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q := x ^ (swarLo * '"')
-		e := x ^ (swarLo * '\\')
-		m := ((q - swarLo) &^ q) | ((e - swarLo) &^ e) | ((x - swarLo*0x20) &^ x) | x
-		if m &= swarHi; m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-	}
-	for i < len(b) && 0x20 <= b[i] && b[i] < utf8.RuneSelf && b[i] != '"' && b[i] != '\\' {
-		i++
-	}
-	return i
 }
 
 // unescape appends the unescaped raw string to dst, setting *failed on a

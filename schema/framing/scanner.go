@@ -1,9 +1,6 @@
 package framing
 
-import (
-	"encoding/binary"
-	"math/bits"
-)
+import "github.com/sagemaker-bidi/sagemaker-bidi/schema/internal/jsonspan"
 
 // maxDepth matches the nesting limit of encoding/json, so that every value
 // the scanner accepts can also be unmarshalled.
@@ -83,38 +80,6 @@ func (s *scanner) endOfInput() bool {
 		}
 	}
 	return false
-}
-
-// Byte classes for the string fast path: plain bytes need no attention.
-var strPlain = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-const (
-	swarLo = 0x0101010101010101
-	swarHi = 0x8080808080808080
-)
-
-// stringSpan returns the length of the prefix of b made of plain string
-// bytes (not '"', '\\' or a control character), eight bytes at a time.
-func stringSpan(b []byte) int {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q := x ^ (swarLo * '"')
-		e := x ^ (swarLo * '\\')
-		m := ((q - swarLo) &^ q) | ((e - swarLo) &^ e) | ((x - swarLo*0x20) &^ x)
-		if m &= swarHi; m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-	}
-	for i < len(b) && strPlain[b[i]] {
-		i++
-	}
-	return i
 }
 
 // scan advances over b. It returns how many bytes it consumed and why it
@@ -289,7 +254,7 @@ func stepCommaOrEnd(s *scanner, b []byte, i int) (int, scanResult) {
 
 // stepString consumes string bytes up to the closing quote or an escape.
 func stepString(s *scanner, b []byte, i int) (int, scanResult) {
-	if i += stringSpan(b[i:]); i == len(b) {
+	if i += jsonspan.String(b[i:]); i == len(b) {
 		return i, scanMore
 	}
 	switch b[i] {

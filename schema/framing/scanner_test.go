@@ -56,17 +56,3 @@ func TestScannerMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
-
-func TestStringSpan(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want int
-	}{
-		{"", 0}, {"abc", 3}, {"abcdefghij\"", 10}, {"abcdefgh\\", 8}, {"abcdefghijklmnop\x01", 16},
-		{"\"", 0}, {"caf\xc3\xa9 \xf0\x9f\x98\x80 x\"", 12}, {"1234567\n", 7},
-	} {
-		if got := stringSpan([]byte(tt.in)); got != tt.want {
-			t.Errorf("stringSpan(%q) = %d, want %d", tt.in, got, tt.want)
-		}
-	}
-}
