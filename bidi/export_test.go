@@ -3,6 +3,7 @@ package bidi
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // SetOpenHook makes Open call f after starting a session's goroutine and
@@ -103,3 +104,53 @@ var (
 // Generation returns the generation of the stream that Send currently
 // sends to.
 func (rs *RotatingSession) Generation() int { return rs.generation() }
+
+// DescribeRotating describes a RotatingSession for a failing test's
+// message: the rotator's state under the session's lock, then each
+// stream from the oldest one still finishing (or the newest one
+// announced to OnRotate) on: whether its pump saw its end, whether its
+// pump returned, whether it is settled and what follows it, and its
+// session's end. It reads the receiver's fields without its turn: call
+// it only once the receiver is stuck or gone.
+func DescribeRotating(rs *RotatingSession) string {
+	rs.mu.Lock()
+	pumps, terminal, finishers := rs.pumps, rs.terminal, rs.finishers
+	first := rs.announced
+	if len(rs.olds) > 0 && rs.olds[0].n < first.n {
+		first = rs.olds[0]
+	}
+	olds := make([]int, 0, len(rs.olds))
+	for _, g := range rs.olds {
+		olds = append(olds, g.n)
+	}
+	rs.mu.Unlock()
+	var b strings.Builder
+	ended := 0
+	if rs.ended != nil {
+		ended = rs.ended.n
+	}
+	fmt.Fprintf(&b, "current %d, stopped %v, pumps %d, terminal %v, olds %v, finishers %d; Recv took the end of %d, announced %d, recvErr %v",
+		rs.gen.Load(), rs.stopped.Load(), pumps, terminal, olds, finishers, ended, rs.announced.n, rs.recvErr)
+	for g := first; g != nil; {
+		drained := false
+		select {
+		case <-g.drained:
+			drained = true
+		default:
+		}
+		rs.mu.Lock()
+		settled, next, pumped, pumpErr, recovered := g.settled.Load(), g.next, g.pumped.Load(), g.pumpErr, g.recovered
+		rs.mu.Unlock()
+		nextN := 0
+		if next != nil {
+			nextN = next.n
+		}
+		fmt.Fprintf(&b, "\n  stream %d (%v): pumped %v (%v), drained %v, settled %v, next %d, recovered %v, session %v; %s",
+			g.n, g.event.Reason, pumped, pumpErr, drained, settled, nextN, recovered, context.Cause(g.sess.Context()), DescribeAttempt(g.sess))
+		if !settled {
+			break
+		}
+		g = next
+	}
+	return b.String()
+}

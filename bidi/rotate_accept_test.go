@@ -749,7 +749,7 @@ func TestRotationManyCalls(t *testing.T) {
 	early := 0
 	for c, l := range logs {
 		if l.final != io.EOF || l.finish != nil {
-			t.Errorf("call %d: Recv ended with %v, Finish returned %v", c, l.final, l.finish)
+			t.Errorf("call %d: Recv ended with %v, Finish returned %v; %s\nevents %+v\nends %v", c, l.final, l.finish, bidi.DescribeRotating(sessions[c]), l.events, l.ends)
 		}
 		if l.checkAnswers(t, frames, l.replays()) < 0 || t.Failed() && testing.Verbose() {
 			t.Logf("call %d: events %+v ends %v", c, l.events, l.ends)

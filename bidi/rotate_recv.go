@@ -90,15 +90,11 @@ func (rs *RotatingSession) Recv(ctx context.Context) (Message, error) {
 		if rs.ctx.Err() != nil {
 			return Message{}, rs.closedErr()
 		}
-		if err := rs.finalLocked(); err != nil {
+		// settled is closed when rs.ended may be settled: then look again.
+		settled, err := rs.finalLocked()
+		if err != nil {
 			rs.recvErr = err
 			return Message{}, err
-		}
-		var settled <-chan struct{} // closed when rs.ended may be settled: then check finalLocked again
-		if rs.ended != nil && !rs.ended.settled.Load() {
-			if settled = rs.waitWhile(func() bool { return !rs.ended.settled.Load() }); settled == nil {
-				continue
-			}
 		}
 		select {
 		case it := <-rs.items:
@@ -162,22 +158,29 @@ func (rs *RotatingSession) streamEnded(it rotItem) {
 
 // finalLocked returns Recv's terminal error once the call is over: the
 // newest stream ended, nothing follows it, and every older one ended too.
-// The receive turn is held.
-func (rs *RotatingSession) finalLocked() error {
+// While it is not known what follows the newest stream whose end Recv
+// took, it returns instead the channel that closes when that may have
+// changed; it looks and takes that channel under mu, which settling
+// holds, so that a stream settled in between cannot leave Recv waiting
+// for items that never come. Otherwise (no end taken yet, a successor
+// follows, or a pump has not handed over its end) the next item wakes
+// Recv, and it returns neither. The receive turn is held.
+func (rs *RotatingSession) finalLocked() (settled <-chan struct{}, err error) {
 	g := rs.ended
-	if g == nil || !g.settled.Load() || g.next != nil {
-		return nil
+	if g == nil || g.settled.Load() && g.next != nil {
+		return nil, nil // next is read-only once settled is set
 	}
 	rs.mu.Lock()
-	pumps, terminal := rs.pumps, rs.terminal
-	rs.mu.Unlock()
-	if pumps > 0 {
-		return nil
+	defer rs.mu.Unlock()
+	switch {
+	case !g.settled.Load():
+		return rs.moved.waitLocked(), nil
+	case g.next != nil, rs.pumps > 0:
+		return nil, nil
+	case rs.terminal != nil:
+		return nil, withEndReason(rs.terminal, g.recvEnd)
 	}
-	if terminal != nil {
-		return withEndReason(terminal, g.recvEnd)
-	}
-	return g.recvEnd
+	return nil, g.recvEnd
 }
 
 // Messages returns an iterator over the messages received with Recv(ctx),
