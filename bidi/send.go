@@ -223,7 +223,9 @@ func (s *Session) sendSplit(ctx context.Context, m Message, complete bool) error
 // message were queued by this call. The send turn is held.
 func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 	if err := ctx.Err(); err != nil {
-		return s.interrupted(err, midMessage)
+		// Between two parts of a stalled Send (the window opened for
+		// a moment), the stall explains the end as it does in the wait.
+		return s.interrupted(s.flowStall(err), midMessage)
 	}
 	if s.state.sendOver() {
 		// The stream is over: nothing more reaches the model. Report why,
