@@ -679,6 +679,60 @@ func TestPaddingSourceReadSize(t *testing.T) {
 	}
 }
 
+// TestSendStalledBetweenParts: a Send whose context has ended before it
+// queues its part, on a session held back by flow control while replies
+// wait unread, gets the same explanation as one whose context ends while
+// it waits for room. A stalled Send meets its context's end there,
+// between two parts, when the window opened for a moment (under load, 1
+// run of TestSendStalledByUnreadReplies in about 30 got the bare
+// "context canceled"). The model here sends one reply and never reads,
+// so that the stall lasts; small messages, so that each Send is one part
+// and the session survives the one whose wait its context ends.
+func TestSendStalledBetweenParts(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		if st.Send(bidi.Text("unread")) == nil {
+			<-st.Context().Done()
+		}
+	}))
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(), ctx)
+	sendCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		for {
+			if err := sess.Send(sendCtx, bidi.Binary(make([]byte, 1024))); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	for !bidi.StalledByUnreadReplies(sess) { // for good once true: nothing reads
+		select {
+		case err := <-done:
+			t.Fatalf("Send = %v, want it to stall", err)
+		case <-ctx.Done():
+			t.Fatal("the session never stalled")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the stalled Send = %v, want it to match context.Canceled", err)
+	}
+	// sendCtx has ended: this Send meets it before it queues anything.
+	err := sess.Send(sendCtx, bidi.Binary(make([]byte, 1024)))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Send with an ended context = %v, want it to match context.Canceled", err)
+	}
+	for _, want := range []string{"flow control", "unread", "Recv"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Send with an ended context on a stalled session = %q, want it to mention %q", err, want)
+		}
+	}
+}
+
 // TestSendStalledByUnreadReplies: a large Send to a model that echoes,
 // with nobody calling Recv, stalls for good once the replies fill the
 // response's window and the model stops taking the request. When its
