@@ -93,15 +93,7 @@ func TestSendInterruptedMidMessage(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- sess.Send(short, bidi.Binary(make([]byte, 1<<20))) }()
-	for !bidi.FlowBlocked(sess) {
-		select {
-		case err := <-done:
-			t.Fatalf("Send = %v before flow control held it back", err)
-		case <-ctx.Done():
-			t.Fatal("flow control never held the Send back")
-		case <-time.After(time.Millisecond):
-		}
-	}
+	awaitSendState(t, ctx, done, "flow control holding the Send back", func() bool { return bidi.FlowBlocked(sess) })
 	cancel()
 	err := <-done
 	var ie *bidi.SendInterruptedError
@@ -708,15 +700,8 @@ func TestSendStalledBetweenParts(t *testing.T) {
 			}
 		}
 	}()
-	for !bidi.StalledByUnreadReplies(sess) { // for good once true: nothing reads
-		select {
-		case err := <-done:
-			t.Fatalf("Send = %v, want it to stall", err)
-		case <-ctx.Done():
-			t.Fatal("the session never stalled")
-		case <-time.After(time.Millisecond):
-		}
-	}
+	// For good once true: nothing reads.
+	awaitSendState(t, ctx, done, "the stall", func() bool { return bidi.StalledByUnreadReplies(sess) })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the stalled Send = %v, want it to match context.Canceled", err)
@@ -726,11 +711,7 @@ func TestSendStalledBetweenParts(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Send with an ended context = %v, want it to match context.Canceled", err)
 	}
-	for _, want := range []string{"flow control", "unread", "Recv"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("Send with an ended context on a stalled session = %q, want it to mention %q", err, want)
-		}
-	}
+	mustExplainStall(t, "Send with an ended context on a stalled session", err)
 }
 
 // TestSendStalledByUnreadReplies: a large Send to a model that echoes,
@@ -749,23 +730,40 @@ func TestSendStalledByUnreadReplies(t *testing.T) {
 	go func() { done <- sess.Send(sendCtx, bidi.Binary(make([]byte, 8<<20))) }()
 	// Wait for the state itself (bounded by the test's context): the
 	// request held back while replies wait unread.
-	for !bidi.StalledByUnreadReplies(sess) {
-		select {
-		case err := <-done:
-			t.Fatalf("Send = %v, want it to stall", err)
-		case <-ctx.Done():
-			t.Fatal("the session never stalled")
-		case <-time.After(time.Millisecond):
-		}
-	}
+	awaitSendState(t, ctx, done, "the stall", func() bool { return bidi.StalledByUnreadReplies(sess) })
 	cancel()
 	err := <-done
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Send = %v, want it to match context.Canceled", err)
 	}
+	mustExplainStall(t, "Send", err)
+}
+
+// awaitSendState waits until cond holds for a Send running on another
+// goroutine (done receives its result), failing the test if the Send
+// returns first or ctx ends. The engine signals no such state, so cond
+// is looked at again every millisecond; the outcome is cond's, never the
+// interval's.
+func awaitSendState(t *testing.T, ctx context.Context, done <-chan error, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case err := <-done:
+			t.Fatalf("Send = %v before %s", err, what)
+		case <-ctx.Done():
+			t.Fatalf("never saw %s", what)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// mustExplainStall fails the test unless err, what's error, explains a
+// flow-control stall behind unread replies.
+func mustExplainStall(t *testing.T, what string, err error) {
+	t.Helper()
 	for _, want := range []string{"flow control", "unread", "Recv"} {
 		if !strings.Contains(err.Error(), want) {
-			t.Errorf("Send = %q, want it to mention %q", err, want)
+			t.Errorf("%s = %q, want it to mention %q", what, err, want)
 		}
 	}
 }
