@@ -31,6 +31,13 @@ import (
 // 5 s stand for a two-hour call. Their assertions are on order, counts
 // and stamps, which no scheduling delay changes; the timing figures
 // (gaps) are compared with the same run's steady state.
+//
+// A paced call spends its time waiting for its ticker and for Finish's
+// quiet (its client and server use under a tenth of a core), so the
+// tests of one call, each with its own server, run in parallel with each
+// other (t.Parallel) once the package's other tests are done.
+// TestRotationManyCalls does not: it weighs the heap and counts the
+// package's goroutines.
 
 const (
 	acceptPace  = 20 * time.Millisecond
@@ -194,6 +201,7 @@ func (l *callLog) gaps() (atRotations []time.Duration, steady time.Duration) {
 // with the rotation events is continuous: exact in audio position, within
 // 20 ms (plus the run's jitter) in stream clock time.
 func TestRotationPacedAudioTwoHours(t *testing.T) {
+	t.Parallel() // a paced call mostly waits (see the note at the top)
 	const frames = 250
 	echo := biditest.StampedEcho(acceptDelay, nil)
 	var (
@@ -494,6 +502,7 @@ func (p *faultPlan) before(i int) {
 // the rotation event marks (the application drops those it saw); the
 // audio positions rebased with the events are exact.
 func TestRotationReplayAfterFaults(t *testing.T) {
+	t.Parallel() // a paced call mostly waits (see the note at the top)
 	const frames = 300
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 19))
 	resetFrame, dropFrame, goAwayFrame := 40+rng.IntN(40), 120+rng.IntN(40), 200+rng.IntN(40)
@@ -610,6 +619,7 @@ func (p *expiringCredentials) Retrieve(context.Context) (aws.Credentials, error)
 // by a successor signed with new credentials before its own expire, and
 // the application sees no error and loses nothing.
 func TestRotationBeforeCredentialsExpire(t *testing.T) {
+	t.Parallel() // a paced call mostly waits (see the note at the top)
 	const frames = 150
 	srv := newServer(t, biditest.StampedEcho(acceptDelay, nil), func(s *biditest.Server) { s.MaxStreamAge = acceptCap })
 	creds := &expiringCredentials{life: 1500 * time.Millisecond}

@@ -245,7 +245,8 @@ func TestOriginCheck(t *testing.T) {
 }
 
 func TestMaxClients(t *testing.T) {
-	e := newEnv(t, nil, &Options{MaxClients: 1}, nil)
+	// A short FinishQuiet: the first call ends soon after its close.
+	e := newEnv(t, nil, &Options{MaxClients: 1, FinishQuiet: 10 * time.Millisecond}, nil)
 	c := e.dial(t)
 	_, resp, err := websocket.Dial(t.Context(), e.url(), nil)
 	if err == nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {

@@ -154,6 +154,7 @@ func openChromium(t *testing.T, url string) *cdp {
 // 20 ms frames and checks every reply; the DOM shows the result, and a
 // screenshot is kept.
 func TestChromiumStreamsSpeech(t *testing.T) {
+	t.Parallel() // see TestMain
 	_, pcm := speechSample(t)
 	info, err := os.Stat(pcm)
 	if err != nil || info.Size() < 16000 {
@@ -195,6 +196,7 @@ func TestChromiumStreamsSpeech(t *testing.T) {
 // The page's file path: Chromium decodes the espeak-ng WAV (22,050 Hz)
 // and resamples it to 16 kHz with WebAudio before streaming it.
 func TestChromiumDecodesAndResamplesWAV(t *testing.T) {
+	t.Parallel() // see TestMain
 	wav, pcm := speechSample(t)
 	info, err := os.Stat(pcm)
 	if err != nil {

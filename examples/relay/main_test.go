@@ -87,6 +87,7 @@ func TestPageServed(t *testing.T) {
 // A Go client streams audio-sized frames and gets each one back, then the
 // normal close after its end message.
 func TestGoClientEcho(t *testing.T) {
+	t.Parallel() // see TestMain
 	// The client sends in a burst: queues that hold it all drop nothing.
 	addr := startServer(t, "-token", "s3cret", "-queue-bytes", "4194304")
 	if _, resp, err := websocket.Dial(t.Context(), "ws://"+addr+"/ws", nil); err == nil || resp.StatusCode != http.StatusUnauthorized {
@@ -152,7 +153,9 @@ func runNodeClient(t *testing.T, url string, count int) nodeResult {
 // An unmodified third-party client (npm's ws) through the relay to
 // biditest: every message echoed once, in order, with its type.
 func TestNodeWSClient(t *testing.T) {
-	addr := startServer(t, "-queue-bytes", "4194304") // a burst: see TestGoClientEcho
+	t.Parallel() // see TestMain
+	// Queues that hold a burst: see TestGoClientEcho.
+	addr := startServer(t, "-queue-bytes", "4194304")
 	r := runNodeClient(t, "ws://"+addr+"/ws", 200)
 	if r.Error != "" || r.Sent != 200 || r.Received != 200 || r.Mismatch != -1 || r.Code != 1000 {
 		t.Fatalf("node client: %+v", r)
