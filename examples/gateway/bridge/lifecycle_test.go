@@ -38,8 +38,11 @@ func TestAcceptDeadline(t *testing.T) {
 	if d := g.Handler().Options().DialTimeout; d != bridge.SageMakerAcceptLimit || bridge.SageMakerAcceptLimit != 250*time.Millisecond {
 		t.Fatalf("default DialTimeout %v", d)
 	}
-	sess := open(t, g.client(t), bidi.OpenInput{})
+	// From before Open: Open returns once the request is sent, and the
+	// gateway's 250 ms start when it arrives, which may be before Open
+	// returns.
 	start := time.Now()
+	sess := open(t, g.client(t), bidi.OpenInput{})
 	_, err = sess.Recv(testContext(t))
 	var me *bidi.ModelError
 	if !errors.As(err, &me) || me.Message != bridge.UpgradeFailedMessage || !strings.Contains(me.OriginalMessage, "SageMaker allows 250ms") {
