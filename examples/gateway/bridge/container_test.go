@@ -413,8 +413,10 @@ func TestPingTimeout(t *testing.T) {
 				c.MaxMissedPongs = 3
 				c.CloseTimeout = 200 * time.Millisecond
 			})
-			sess := open(t, g.client(t), bidi.OpenInput{ModelQueryString: query})
+			// From before Open: the gateway may start pinging before
+			// Open returns (see TestAcceptDeadline).
 			start := time.Now()
+			sess := open(t, g.client(t), bidi.OpenInput{ModelQueryString: query})
 			mse := expectStreamError(t, sess)
 			elapsed := time.Since(start)
 			if mse.ErrorCode_ != "1006" || mse.Message != "Model container did not answer 3 WebSocket pings sent every 20ms (code 1006)" {
