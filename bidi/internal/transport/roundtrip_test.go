@@ -188,6 +188,91 @@ func TestResetAtEveryPoint(t *testing.T) {
 	}
 }
 
+// TestBodyFailsAfterTheServerEnded: the server ends its response and
+// resets the stream with NO_ERROR (as a server that answered before the
+// request ended does) while the writer is inside the body's ReadNow, which
+// then fails because the engine closed the body meanwhile. That failure
+// is the engine's own doing, not the body's: the response stays whole,
+// its bytes readable up to io.EOF. (Before, the writer reset the stream
+// with the body's error and so dropped the response bytes buffered for
+// a reader that had not come yet.)
+func TestBodyFailsAfterTheServerEnded(t *testing.T) {
+	sendEnd := make(chan struct{})
+	second := make(chan struct{})
+	srv := newTestServer(t, serverOpts{}, func(sc *serverConn) {
+		sc.handshake()
+		h := sc.headers()
+		sc.writeHeaders(h.StreamID, 200, false)
+		<-sendEnd
+		sc.writeData(h.StreamID, true, []byte("the answer"))
+		sc.writeReset(h.StreamID, http2.ErrCodeNo)
+		sc.headers() // the next stream's: the writer is past the first body's failure
+		close(second)
+		sc.drain()
+	})
+	tr := newTransport(t, testConfig(nil))
+	ctx := testCtx(t)
+	body := &gatedBody{testBody: newBody(10), entered: make(chan struct{}), open: make(chan struct{})}
+	st, err := tr.NewStream(ctx, srv.url, nil, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Response(ctx); err != nil {
+		t.Fatal(err)
+	}
+	body.armed.Store(true)
+	if err := body.write(ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	<-body.entered // the writer is in ReadNow
+	close(sendEnd)
+	<-body.closeC // the reset arrived: the engine closed the body
+	close(body.open)
+	st2, err := tr.NewStream(ctx, srv.url, nil, bodyOf(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	select {
+	case <-second:
+	case <-ctx.Done():
+		t.Fatal("the second stream's HEADERS never reached the server")
+	}
+	if n := st.Buffered(); n != len("the answer") {
+		t.Errorf("Buffered = %d after the body failed, want the %d bytes of the answer", n, len("the answer"))
+	}
+	if b, err := readAll(st); err != io.EOF || string(b) != "the answer" {
+		t.Fatalf("read %q, %v; want the answer and io.EOF", b, err)
+	}
+	if err := st.Err(); err != nil {
+		t.Errorf("Err = %v after a clean end", err)
+	}
+}
+
+// gatedBody is a testBody whose ReadNow, once armed, waits inside the
+// engine's writer until the test opens the gate, and which fails every
+// read once the engine closed it (as a session's request body does).
+type gatedBody struct {
+	*testBody
+	armed   atomic.Bool
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (b *gatedBody) ReadNow(p []byte) (int, error) {
+	if b.armed.CompareAndSwap(true, false) {
+		close(b.entered)
+		<-b.open
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return 0, errBodyClosed
+	}
+	return b.testBody.ReadNow(p)
+}
+
 // TestCancelWaitingForSlot: the context of NewStream ends while it waits
 // for a connection (the only connection is full and the dial of the next
 // one stalls). NewStream returns the context's error; the connection

@@ -28,8 +28,11 @@ type Body interface {
 	// returns eventstream.ErrWouldBlock, and n == 0, when nothing is
 	// ready (the spelling of the response side's Read and Peek), and
 	// io.EOF (possibly with n > 0) after the last byte of the body. Any
-	// other error makes the engine reset the stream with that cause. The
-	// engine never calls it with an empty p.
+	// other error makes the engine reset the stream with that cause,
+	// unless the engine closed the body meanwhile: a ReadNow may run
+	// concurrently with Close (the stream ended while the writer was
+	// reading it), and its error then changes nothing. The engine never
+	// calls it with an empty p.
 	ReadNow(p []byte) (n int, err error)
 
 	// Close is called once when the engine stops reading the body: the
@@ -60,7 +63,7 @@ type Stream struct {
 	localDone   bool  // END_STREAM or RST_STREAM queued or sent: no more DATA
 	remoteDone  bool  // END_STREAM or RST_STREAM received
 	removed     bool  // no longer in cc.streams
-	bodyClosed  bool
+	bodyClosed  bool  // the engine stopped reading the body (its Close is called, or was)
 
 	respReady chan struct{} // closed once the head (status, header) or err is set
 	status    int           // the response head's :status, set once by the read loop before respReady; 0: none

@@ -278,7 +278,16 @@ func (cc *conn) writeData(rotation *streamRing, scratch []byte, maxFrame uint32)
 			// is taken at its word): its ready callback brings it back.
 			continue
 		case err != nil && !end:
-			s.cancel(err)
+			cc.mu.Lock()
+			closedByEngine := s.bodyClosed
+			cc.mu.Unlock()
+			if !closedByEngine {
+				s.cancel(err)
+			}
+			// Else the engine closed the body after this loop took the
+			// stream (a reset or END_STREAM it received, which ended the
+			// stream): the body's error is that close, and the stream,
+			// over already, keeps its response bytes for its reader.
 			continue
 		}
 		cc.mu.Lock()
