@@ -3,6 +3,9 @@ package relay
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -16,7 +19,8 @@ import (
 // Read and Write with the benchmark's context, as a casual client would;
 // "relay-lean" reads into a buffer of its own without a cancellable
 // context, so that what it measures beyond "direct" is the relay and the
-// two WebSocket hops, not the client library's allocations.
+// two WebSocket hops, not the client library's allocations;
+// "websocket-echo" is those hops alone, to a server that echoes itself.
 func BenchmarkEcho(b *testing.B) {
 	frame := make([]byte, 640)
 	b.Run("direct", func(b *testing.B) {
@@ -59,6 +63,50 @@ func BenchmarkEcho(b *testing.B) {
 			if err := leanRoundTrip(c, frame, &buf); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	b.Run("websocket-echo", func(b *testing.B) {
+		// The hop the relay adds, alone: the same lean client and frame
+		// to a plain WebSocket server (no TLS, as the relay's here) that
+		// echoes each message itself. relay-lean's time is about
+		// direct's plus this one's when the relay adds nothing else.
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c, err := websocket.Accept(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.CloseNow()
+			var buf bytes.Buffer
+			for {
+				typ, rd, err := c.Reader(context.Background())
+				if err != nil {
+					return
+				}
+				buf.Reset()
+				if _, err := buf.ReadFrom(rd); err != nil {
+					return
+				}
+				if err := c.Write(context.Background(), typ, buf.Bytes()); err != nil {
+					return
+				}
+			}
+		}))
+		defer hs.Close()
+		c, _, err := websocket.Dial(b.Context(), "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.CloseNow()
+		var buf bytes.Buffer
+		buf.Grow(4096)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := leanRoundTrip(c, frame, &buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if !bytes.Equal(buf.Bytes(), frame) {
+			b.Fatalf("echo of %d bytes, want the %d sent", buf.Len(), len(frame))
 		}
 	})
 }
