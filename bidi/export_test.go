@@ -32,6 +32,19 @@ func SetBoundaryHook(f func(*RotatingSession)) (restore func()) {
 	return func() { testHookAtBoundary.Store(nil) }
 }
 
+// SetSendWaitHook makes Send call f, on the Send's goroutine, each time
+// it begins to wait for room in the send queue, for every session. It
+// returns a function that removes f. Tests that set it must not run in
+// parallel with others.
+func SetSendWaitHook(f func(*Session)) (restore func()) {
+	testHookSendWait.Store(&f)
+	return func() { testHookSendWait.Store(nil) }
+}
+
+// SendBacklog returns how many bytes of the send queue the connection's
+// writer has yet to take.
+func SendBacklog(s *Session) int { return s.pipe.backlog() }
+
 // FlowBlocked reports whether the session's request is held back by
 // HTTP/2 flow control: the server has taken all the window it gave.
 func FlowBlocked(s *Session) bool {
@@ -70,7 +83,7 @@ func DescribeAttempt(s *Session) string {
 // back by flow control while response bytes wait unread.
 func StalledByUnreadReplies(s *Session) bool {
 	a := s.cur.Load()
-	return a != nil && a.st.Buffered() > 0 && a.st.SendBlocked()
+	return a != nil && a.st != nil && a.st.Buffered() > 0 && a.st.SendBlocked()
 }
 
 // RotatingStreamOver returns a channel closed once the response stream

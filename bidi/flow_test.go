@@ -739,6 +739,67 @@ func TestSendStalledByUnreadReplies(t *testing.T) {
 	mustExplainStall(t, "Send", err)
 }
 
+// TestSendStallBeforeTheWindowOpens: a Send waits behind a flow-control
+// stall (replies unread, the model taking no more); then, before its
+// context ends, the model reads a little more, so that the window is open
+// and the queue empty when it does. Send still explains the stall, which
+// the engine counted while the Send ran. (It looked only at the window and
+// the queue at the end; under load a late WINDOW_UPDATE left the
+// context's bare error.)
+func TestSendStallBeforeTheWindowOpens(t *testing.T) {
+	readMore := make(chan struct{})
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		if st.Send(bidi.Text("a reply nobody reads")) != nil {
+			return
+		}
+		<-readMore
+		// What the model reads, the server gives back as window: more
+		// than the client's queue holds, so that the window stays open.
+		for n := 0; n < 256<<10; {
+			p, err := st.RecvPart()
+			if err != nil {
+				return
+			}
+			n += len(p.Data)
+		}
+		<-st.Context().Done()
+	}))
+	ctx := testCtx(t)
+	sess := open(t, srv.Client(), ctx)
+	sendCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var armed atomic.Bool
+	// The Send's next wait after the model read more: the window is
+	// open; once the writer has taken the queue, the context ends.
+	defer bidi.SetSendWaitHook(func(s *bidi.Session) {
+		if s != sess || !armed.CompareAndSwap(true, false) {
+			return
+		}
+		for bidi.FlowBlocked(sess) || bidi.SendBacklog(sess) > 0 {
+			select { // the engine signals no such state: look again
+			case <-ctx.Done():
+				t.Error("the window never opened")
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+		cancel()
+	})()
+	done := make(chan error, 1)
+	go func() { done <- sess.Send(sendCtx, bidi.Binary(make([]byte, 8<<20))) }()
+	awaitSendState(t, ctx, done, "the stall", func() bool { return bidi.StalledByUnreadReplies(sess) })
+	armed.Store(true)
+	close(readMore)
+	err := <-done
+	if armed.Load() {
+		t.Fatalf("Send = %v before it waited again", err)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Send = %v, want it to match context.Canceled", err)
+	}
+	mustExplainStall(t, "Send", err)
+}
+
 // awaitSendState waits until cond holds for a Send running on another
 // goroutine (done receives its result), failing the test if the Send
 // returns first or ctx ends. The engine signals no such state, so cond

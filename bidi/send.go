@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
+	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
 
@@ -207,6 +209,7 @@ func (s *Session) sendCause() error {
 // turn is held.
 func (s *Session) sendSplit(ctx context.Context, m Message, complete bool) error {
 	sp := newSplitter(m, s.maxPart).withCut(s.partCut)
+	s.stallMark = s.markStalls()
 	first := true
 	for p, ok := sp.next(); ok; p, ok = sp.next() {
 		p.Complete = p.Complete && complete
@@ -258,6 +261,9 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 			padPool.Release(&s.pad, &s.padh)
 			return nil
 		}
+		if h := testHookSendWait.Load(); h != nil {
+			(*h)(s)
+		}
 		select {
 		case <-full:
 		case <-ctx.Done():
@@ -272,9 +278,17 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 
 // flowStall returns err, the end of a Send's wait for queue space,
 // explained when the wait could not have ended: HTTP/2 flow control
-// holds the request back (the model takes no more) while replies that
+// held the request back (the model took no more) while replies that
 // nobody has read fill the response's window, as with a model that
 // echoes and a caller that sends without calling Recv.
+//
+// The window may open for a moment (the model reads a little more, or a
+// WINDOW_UPDATE comes late) just as the wait ends, so the stall is read
+// from the engine's count of the stream's stalls since this Send began
+// (stallMark; all of them for a stream made after it began: the model
+// had not answered, or the open was retried), from the window now, and
+// from half a queue still waiting for the writer; replies must be unread
+// now.
 func (s *Session) flowStall(err error) error {
 	a := s.cur.Load()
 	if a == nil || a.st == nil {
@@ -282,14 +296,36 @@ func (s *Session) flowStall(err error) error {
 	}
 	st := a.st
 	unread := st.Buffered()
-	// The window may open for a moment (the model reads a little more)
-	// just as the wait ends: half a queue still waiting for the writer
-	// says the request is held back all the same.
-	if unread == 0 || !st.SendBlocked() && s.pipe.backlog() < sendQueueBytes/2 {
+	var since uint32 // a stream made after the Send began: all its stalls
+	if s.stallMark.st == st {
+		since = s.stallMark.n
+	}
+	stalled := st.SendStalls() != since || st.SendBlocked() || s.pipe.backlog() >= sendQueueBytes/2
+	if unread == 0 || !stalled {
 		return err
 	}
 	return fmt.Errorf("bidi: Send waited on HTTP/2 flow control: the model takes no more while %d bytes of its replies are unread (call Recv while sending): %w", unread, err)
 }
+
+// stallMark is the current attempt's stream when a Send began (nil if it
+// had none yet) and the engine's count of that stream's flow-control
+// stalls then.
+type stallMark struct {
+	st *transport.Stream
+	n  uint32
+}
+
+// markStalls returns the current stallMark. It takes no lock.
+func (s *Session) markStalls() stallMark {
+	if a := s.cur.Load(); a != nil && a.st != nil {
+		return stallMark{a.st, a.st.SendStalls()}
+	}
+	return stallMark{}
+}
+
+// testHookSendWait, if set (by tests), is called by Send when it begins
+// to wait for room in the send queue.
+var testHookSendWait atomic.Pointer[func(*Session)]
 
 // interrupted handles a part that could not be queued because of err (ctx
 // ended, or the part could not be encoded): the session survives unless

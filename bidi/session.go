@@ -111,7 +111,8 @@ type Session struct {
 	partType   DataType   // that message's type (its first part's)
 	partText   utf8Stream // for a UTF8 one, the UTF-8 check across its parts
 	maxPart    int
-	partCut    int // payload of PARTIAL parts (partialCut)
+	partCut    int       // payload of PARTIAL parts (partialCut)
+	stallMark  stallMark // the engine's stall count when this Send began (flowStall)
 	pad        []byte
 	padh       *[]byte // pad's padPool handle, if it came from the pool
 	padSrc     padSource

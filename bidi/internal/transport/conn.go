@@ -46,6 +46,10 @@ type conn struct {
 	ctrlOut chan struct{} // cap 1: the writer drained the control queue
 
 	lastRead atomic.Int64 // nanoseconds since epoch when bytes last arrived (see arrivals)
+	// sendStalls counts the times the writer used up the connection's
+	// send window or found it used up (written under mu, read without
+	// it; see Stream.SendStalls).
+	sendStalls atomic.Uint32
 
 	// Owned by the read loop.
 	recvWindow  int32 // what the peer may still send on the connection

@@ -122,7 +122,8 @@ func TestConnWindowUpdateOverflow(t *testing.T) {
 // TestZeroWindows: a server whose initial stream window is 0. A stream
 // sends only what its own window allows (stream B gets 100 bytes of
 // window, stream A none, and A's DATA never comes); sends block, and the
-// stream's context (A) and Close (B) unblock them.
+// stream's context (A) and Close (B) unblock them. Each stall is counted
+// (SendStalls).
 func TestZeroWindows(t *testing.T) {
 	rst := make(chan frame, 2)
 	gotB := make(chan []byte, 1)
@@ -177,6 +178,14 @@ func TestZeroWindows(t *testing.T) {
 	if got := <-gotB; !bytes.Equal(got, msg[:100]) {
 		t.Fatalf("server got %d bytes of B, want its window of 100", len(got))
 	}
+	// Both streams wait with bytes to send and no window, and each
+	// stall was counted: A's one, B's two (before its WINDOW_UPDATE and
+	// after the 100 bytes), a stall counting once or twice. The
+	// connection's window was never used up.
+	waitFor(t, "the stalls counted", func() bool {
+		a, b := stA.SendStalls(), stB.SendStalls()
+		return a == 1 && b >= 2 && b <= 4
+	})
 	select {
 	case err := <-errA:
 		t.Fatalf("write on A returned %v with no window", err)

@@ -65,6 +65,13 @@ type Stream struct {
 	removed     bool  // no longer in cc.streams
 	bodyClosed  bool  // the engine stopped reading the body (its Close is called, or was)
 
+	// sendStalls counts the times the writer used up the stream's send
+	// window or found it used up (written under cc.mu, read without it;
+	// see SendStalls). connStallsBase is the connection's
+	// count when the stream was made (set once by newStream).
+	sendStalls     atomic.Uint32
+	connStallsBase uint32
+
 	respReady chan struct{} // closed once the head (status, header) or err is set
 	status    int           // the response head's :status, set once by the read loop before respReady; 0: none
 	header    http.Header   // the response head's fields, set with status
@@ -99,6 +106,7 @@ func newStream(cc *conn, body Body, head *requestHead) *Stream {
 		done:      make(chan struct{}),
 	}
 	s.recvWindow = cc.t.cfg.streamWindow()
+	s.connStallsBase = cc.sendStalls.Load()
 	return s
 }
 
@@ -249,6 +257,16 @@ func (s *Stream) Buffered() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rbuf.len()
+}
+
+// SendStalls returns a count that changes, since the stream was made,
+// each time its request body is held back by flow control: the writer
+// used up the stream's window or its connection's, or found one used up
+// with bytes to send (a stall may count more than once). Comparing two
+// counts tells whether such a stall began between them, however briefly
+// it lasted; a new stream's is 0. It takes no lock.
+func (s *Stream) SendStalls() uint32 {
+	return s.sendStalls.Load() + s.cc.sendStalls.Load() - s.connStallsBase
 }
 
 // SendBlocked reports whether the request body cannot move for want of

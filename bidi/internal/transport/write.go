@@ -256,6 +256,9 @@ func (cc *conn) writeData(rotation *streamRing, scratch []byte, maxFrame uint32)
 			continue
 		}
 		if cc.sendWindow <= 0 {
+			if !cc.connBlocked {
+				cc.sendStalls.Add(1)
+			}
 			cc.connBlocked = true
 			cc.mu.Unlock()
 			return
@@ -263,6 +266,7 @@ func (cc *conn) writeData(rotation *streamRing, scratch []byte, maxFrame uint32)
 		s.queued = false
 		rotation.pop()
 		if s.sendWindow <= 0 {
+			s.sendStalls.Add(1)
 			s.flowBlocked = true
 			cc.mu.Unlock()
 			continue
@@ -298,6 +302,15 @@ func (cc *conn) writeData(rotation *streamRing, scratch []byte, maxFrame uint32)
 		}
 		s.sendWindow -= int32(n)
 		cc.sendWindow -= int32(n)
+		// A window used up is a stall as it happens, before the writer
+		// comes back to the stream and finds it (a WINDOW_UPDATE may
+		// come first); counted again then, which changes nothing.
+		if s.sendWindow <= 0 {
+			s.sendStalls.Add(1)
+		}
+		if cc.sendWindow <= 0 {
+			cc.sendStalls.Add(1)
+		}
 		// The body may hold more than one read returns (a part that did
 		// not fit, the end frame after the parts): the stream stays in
 		// the rotation until a read finds nothing ready.
