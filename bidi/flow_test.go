@@ -768,32 +768,35 @@ func TestSendStallBeforeTheWindowOpens(t *testing.T) {
 	sess := open(t, srv.Client(), ctx)
 	sendCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The Send's next wait after the model read more is held until the
+	// window is open, the writer has taken the queue and the context
+	// has ended.
 	var armed atomic.Bool
-	// The Send's next wait after the model read more: the window is
-	// open; once the writer has taken the queue, the context ends.
+	paused, resume := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(resume) })
+	defer release() // a failed test lets the Send go
 	defer bidi.SetSendWaitHook(func(s *bidi.Session) {
-		if s != sess || !armed.CompareAndSwap(true, false) {
-			return
+		if s == sess && armed.CompareAndSwap(true, false) {
+			close(paused)
+			<-resume
 		}
-		for bidi.FlowBlocked(sess) || bidi.SendBacklog(sess) > 0 {
-			select { // the engine signals no such state: look again
-			case <-ctx.Done():
-				t.Error("the window never opened")
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-		cancel()
 	})()
 	done := make(chan error, 1)
 	go func() { done <- sess.Send(sendCtx, bidi.Binary(make([]byte, 8<<20))) }()
 	awaitSendState(t, ctx, done, "the stall", func() bool { return bidi.StalledByUnreadReplies(sess) })
 	armed.Store(true)
 	close(readMore)
-	err := <-done
-	if armed.Load() {
+	select {
+	case <-paused:
+	case err := <-done:
 		t.Fatalf("Send = %v before it waited again", err)
 	}
+	awaitSendState(t, ctx, done, "the window open and the queue taken", func() bool {
+		return !bidi.FlowBlocked(sess) && bidi.SendBacklog(sess) == 0
+	})
+	cancel()
+	release()
+	err := <-done
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Send = %v, want it to match context.Canceled", err)
 	}

@@ -209,7 +209,7 @@ func (s *Session) sendCause() error {
 // turn is held.
 func (s *Session) sendSplit(ctx context.Context, m Message, complete bool) error {
 	sp := newSplitter(m, s.maxPart).withCut(s.partCut)
-	s.stallMark = s.markStalls()
+	s.stallMark = stallMark{}
 	first := true
 	for p, ok := sp.next(); ok; p, ok = sp.next() {
 		p.Complete = p.Complete && complete
@@ -261,6 +261,9 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 			padPool.Release(&s.pad, &s.padh)
 			return nil
 		}
+		if !s.stallMark.waited {
+			s.stallMark = s.markStalls()
+		}
 		if h := testHookSendWait.Load(); h != nil {
 			(*h)(s)
 		}
@@ -284,11 +287,11 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 //
 // The window may open for a moment (the model reads a little more, or a
 // WINDOW_UPDATE comes late) just as the wait ends, so the stall is read
-// from the engine's count of the stream's stalls since this Send began
-// (stallMark; all of them for a stream made after it began: the model
-// had not answered, or the open was retried), from the window now, and
-// from half a queue still waiting for the writer; replies must be unread
-// now.
+// from what the Send saw when it first waited for queue space (stallMark:
+// the window used up then, or the engine's count of the stream's stalls
+// moved since; all of them for a stream made after that, the open
+// retried), from the window now, and from half a queue still waiting for
+// the writer; replies must be unread now.
 func (s *Session) flowStall(err error) error {
 	a := s.cur.Load()
 	if a == nil || a.st == nil {
@@ -296,31 +299,46 @@ func (s *Session) flowStall(err error) error {
 	}
 	st := a.st
 	unread := st.Buffered()
-	var since uint32 // a stream made after the Send began: all its stalls
-	if s.stallMark.st == st {
-		since = s.stallMark.n
-	}
-	stalled := st.SendStalls() != since || st.SendBlocked() || s.pipe.backlog() >= sendQueueBytes/2
+	stalled := s.stallMark.since(st) || st.SendBlocked() || s.pipe.backlog() >= sendQueueBytes/2
 	if unread == 0 || !stalled {
 		return err
 	}
 	return fmt.Errorf("bidi: Send waited on HTTP/2 flow control: the model takes no more while %d bytes of its replies are unread (call Recv while sending): %w", unread, err)
 }
 
-// stallMark is the current attempt's stream when a Send began (nil if it
-// had none yet) and the engine's count of that stream's flow-control
-// stalls then.
+// stallMark is what a Send saw of flow control when it first waited for
+// room in the send queue: the current attempt's stream (nil if it had
+// none yet), whether its request was held back then, and the engine's
+// count of its stalls. It is taken off Send's fast path: a Send whose
+// parts never fill the queue looks at no engine state.
 type stallMark struct {
-	st *transport.Stream
-	n  uint32
+	waited  bool
+	st      *transport.Stream
+	blocked bool
+	n       uint32
 }
 
-// markStalls returns the current stallMark. It takes no lock.
+// markStalls returns the stallMark of a Send that waits now.
 func (s *Session) markStalls() stallMark {
+	m := stallMark{waited: true}
 	if a := s.cur.Load(); a != nil && a.st != nil {
-		return stallMark{a.st, a.st.SendStalls()}
+		m.st, m.blocked, m.n = a.st, a.st.SendBlocked(), a.st.SendStalls()
 	}
-	return stallMark{}
+	return m
+}
+
+// since reports whether, by the mark, st's request was held back by flow
+// control at some time since the Send first waited: blocked then, or a
+// stall counted after (any of a stream made after the mark). A Send that
+// never waited has no such time.
+func (m stallMark) since(st *transport.Stream) bool {
+	switch {
+	case !m.waited:
+		return false
+	case m.st != st:
+		return st.SendStalls() != 0
+	}
+	return m.blocked || st.SendStalls() != m.n
 }
 
 // testHookSendWait, if set (by tests), is called by Send when it begins

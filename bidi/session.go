@@ -112,7 +112,7 @@ type Session struct {
 	partText   utf8Stream // for a UTF8 one, the UTF-8 check across its parts
 	maxPart    int
 	partCut    int       // payload of PARTIAL parts (partialCut)
-	stallMark  stallMark // the engine's stall count when this Send began (flowStall)
+	stallMark  stallMark // what this Send saw of flow control when it first waited (flowStall)
 	pad        []byte
 	padh       *[]byte // pad's padPool handle, if it came from the pool
 	padSrc     padSource
