@@ -283,6 +283,75 @@ func TestCancellation(t *testing.T) {
 	})
 }
 
+// TestRecvWithoutDeadline: a Recv whose context is never done
+// (context.Background, which waits on the session alone) and which found
+// nothing to read still returns when the session ends, whichever way: a
+// reply, the model's clean end, a reset, the session's context, Close.
+func TestRecvWithoutDeadline(t *testing.T) {
+	ctx := testCtx(t)
+	// The handler answers, then acts on what the test sends to act.
+	act := make(chan string, 1)
+	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+		st.Accept()
+		select {
+		case a := <-act:
+			switch a {
+			case "reply":
+				st.Send(bidi.Text("late"))
+				<-st.Context().Done()
+			case "end":
+			case "reset":
+				st.Reset()
+			}
+		case <-st.Context().Done():
+		}
+	}))
+	for _, tc := range []struct {
+		name  string
+		end   func(sess *bidi.Session, cancel context.CancelFunc)
+		check func(m bidi.Message, err error) bool
+		want  string
+	}{
+		{"reply", func(*bidi.Session, context.CancelFunc) { act <- "reply" },
+			func(m bidi.Message, err error) bool { return err == nil && string(m.Data) == "late" }, `"late"`},
+		{"model ends", func(*bidi.Session, context.CancelFunc) { act <- "end" },
+			func(_ bidi.Message, err error) bool { return err == io.EOF }, "io.EOF"},
+		{"reset", func(*bidi.Session, context.CancelFunc) { act <- "reset" },
+			func(_ bidi.Message, err error) bool { return err != nil && err != io.EOF }, "an error"},
+		{"session context", func(_ *bidi.Session, cancel context.CancelFunc) { cancel() },
+			func(_ bidi.Message, err error) bool { return errors.Is(err, context.Canceled) }, "context.Canceled"},
+		{"Close", func(sess *bidi.Session, _ context.CancelFunc) { sess.Close() },
+			func(_ bidi.Message, err error) bool { return errors.Is(err, bidi.ErrSessionClosed) }, "ErrSessionClosed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			sess := open(t, srv.Client(noRetry), sctx)
+			if _, err := sess.Response(ctx); err != nil {
+				t.Fatalf("Response: %v", err)
+			}
+			type result struct {
+				m   bidi.Message
+				err error
+			}
+			got := make(chan result, 1)
+			goBlocked(t, "(*Session).Recv", func() {
+				m, err := sess.Recv(context.Background())
+				got <- result{m, err}
+			})
+			tc.end(sess, cancel)
+			select {
+			case r := <-got:
+				if !tc.check(r.m, r.err) {
+					t.Fatalf("pending Recv = %q, %v; want %s", r.m.Data, r.err, tc.want)
+				}
+			case <-ctx.Done():
+				t.Fatal("the pending Recv did not return")
+			}
+		})
+	}
+}
+
 // TestEndedByService: Send after the service ended the stream cleanly
 // returns ErrStreamEnded, Recv io.EOF.
 func TestEndedByService(t *testing.T) {

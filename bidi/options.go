@@ -207,8 +207,10 @@ type Options struct {
 	Padding func(payloadLen int) int
 
 	// PaddingSource supplies the random bytes of the padding (mapped to
-	// printable ASCII), for reproducible tests. Nil means a
-	// cryptographically strong generator of each session's own. The
+	// printable ASCII), for reproducible tests. Nil means cryptographically
+	// strong generators (ChaCha8, each seeded from crypto/rand) that the
+	// process's sessions share, one per processor at a time, so that a
+	// Send never waits for another and an idle session holds none. The
 	// client's sessions share the reader and never read it concurrently
 	// (each read asks for at most 4 KiB), so it need not be safe for
 	// concurrent use unless it is shared beyond this Client. A read that

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"io"
 	"math/bits"
+	mathrand "math/rand/v2"
 	"slices"
+	"sync"
 )
 
 // maxPadding is the largest number of padding bytes a part can carry: the
@@ -52,28 +54,6 @@ func padLen(p func(payloadLen int) int, payloadLen int) int {
 // alphabet: 64 symbols, so byte&63 is uniform).
 const padAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
-// appendPadding appends n printable ASCII padding bytes drawn from src
-// (nil: crypto/rand) to dst. Random bytes are read straight into dst's
-// spare capacity and mapped in place, so nothing is allocated when dst has
-// room for n more bytes. On error dst is returned unchanged.
-func appendPadding(dst []byte, n int, src io.Reader) ([]byte, error) {
-	if n <= 0 {
-		return dst, nil
-	}
-	if src == nil {
-		src = rand.Reader
-	}
-	l := len(dst)
-	dst = slices.Grow(dst, n)[:l+n]
-	if _, err := io.ReadFull(src, dst[l:]); err != nil {
-		return dst[:l], &paddingSourceError{err: err}
-	}
-	for i := l; i < len(dst); i++ {
-		dst[i] = padAlphabet[dst[i]&63]
-	}
-	return dst, nil
-}
-
 // padSource supplies one session's random padding bytes.
 type padSource interface {
 	// fill fills p with random bytes. ctx, and the end of the session or
@@ -82,14 +62,28 @@ type padSource interface {
 	fill(ctx context.Context, p []byte) error
 }
 
-// ownPad is a padding source of the session's own (a ChaCha8 generator or
-// a buffered crypto/rand): it never waits.
-type ownPad struct{ r io.Reader }
+// pooledPad is the default padding source: ChaCha8 generators (a
+// cryptographically strong one each, seeded from crypto/rand) that the
+// process's sessions share through padGenerators. A fill takes one for
+// its duration, so it never waits on another session; the pool keeps them
+// per processor, so the one a Send takes is usually the one the last Send
+// on that processor used, still in cache, and an idle session holds none.
+type pooledPad struct{}
 
-func (o ownPad) fill(_ context.Context, p []byte) error {
-	_, err := io.ReadFull(o.r, p)
-	return err
+func (pooledPad) fill(_ context.Context, p []byte) error {
+	g := padGenerators.Get().(*mathrand.ChaCha8)
+	g.Read(p) // never fails
+	padGenerators.Put(g)
+	return nil
 }
+
+// padGenerators holds pooledPad's generators. One that the pool drops
+// (it may, at a collection) is replaced by a freshly seeded one.
+var padGenerators = sync.Pool{New: func() any {
+	var seed [32]byte
+	rand.Read(seed[:]) // never fails: crypto/rand crashes the process instead
+	return mathrand.NewChaCha8(seed)
+}}
 
 // sharedPad is one session's access to Options.PaddingSource, which the
 // client's sessions share: every read of it (at most 4 KiB) holds the
@@ -159,42 +153,3 @@ type paddingSourceError struct{ err error }
 
 func (e *paddingSourceError) Error() string { return "bidi: reading padding source: " + e.err.Error() }
 func (e *paddingSourceError) Unwrap() error { return e.err }
-
-// padReader buffers a padding source so that a session reads its random
-// bytes in 4 KiB blocks instead of one call (often a system call) per
-// part. No read of the source asks for more than 4 KiB. It is not safe for
-// concurrent use; give each sender its own.
-type padReader struct {
-	src io.Reader
-	buf [4096]byte
-	off int // next unread byte in buf
-	end int // end of valid data in buf
-}
-
-// newPadReader returns a buffered reader over src (nil: crypto/rand).
-func newPadReader(src io.Reader) *padReader {
-	if src == nil {
-		src = rand.Reader
-	}
-	return &padReader{src: src}
-}
-
-// Read fills p from the buffer, refilling it from the source as needed.
-// A request of a whole block or more, with the buffer empty, is read
-// straight into p, one block at a time (io.ReadFull asks again for the
-// rest).
-func (r *padReader) Read(p []byte) (int, error) {
-	if r.off == r.end {
-		if len(p) >= len(r.buf) {
-			return r.src.Read(p[:len(r.buf)])
-		}
-		n, err := io.ReadAtLeast(r.src, r.buf[:], len(p))
-		r.off, r.end = 0, n
-		if err != nil && n < len(p) {
-			return 0, err
-		}
-	}
-	n := copy(p, r.buf[r.off:r.end])
-	r.off += n
-	return n, nil
-}

@@ -2,10 +2,12 @@ package bidi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -115,12 +117,12 @@ func TestPaddingPolicies(t *testing.T) {
 
 func TestPaddingAppend(t *testing.T) {
 	src := bytes.NewReader([]byte{0, 1, 25, 26, 51, 52, 61, 62, 63, 64, 255, 128})
-	got, err := appendPadding([]byte("hdr:"), 12, src)
+	got, err := appendPad([]byte("hdr:"), 12, src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "hdr:ABZaz09-_A_A"; string(got) != want {
-		t.Errorf("appendPadding = %q, want %q", got, want)
+		t.Errorf("fillPadding = %q, want %q", got, want)
 	}
 
 	// Every output byte is printable ASCII, whatever the input.
@@ -128,7 +130,7 @@ func TestPaddingAppend(t *testing.T) {
 	for i := range all {
 		all[i] = byte(i)
 	}
-	out, err := appendPadding(nil, 256, bytes.NewReader(all))
+	out, err := appendPad(nil, 256, bytes.NewReader(all))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,13 +141,13 @@ func TestPaddingAppend(t *testing.T) {
 	}
 
 	// n == 0 reads nothing.
-	if out, err := appendPadding([]byte("x"), 0, failingReader{}); err != nil || string(out) != "x" {
-		t.Errorf("appendPadding(n=0) = %q, %v", out, err)
+	if out, err := appendPad([]byte("x"), 0, failingReader{}); err != nil || string(out) != "x" {
+		t.Errorf("fillPadding(n=0) = %q, %v", out, err)
 	}
 
 	// The default source works.
-	if out, err := appendPadding(nil, 32, nil); err != nil || len(out) != 32 {
-		t.Errorf("appendPadding(crypto/rand) = %q, %v", out, err)
+	if out, err := fillPadding(context.Background(), nil, 32, pooledPad{}); err != nil || len(out) != 32 {
+		t.Errorf("fillPadding(pooledPad) = %q, %v", out, err)
 	}
 }
 
@@ -157,7 +159,7 @@ func (failingReader) Read([]byte) (int, error) { return 0, errBrokenSource }
 
 func TestPaddingAppendError(t *testing.T) {
 	dst := []byte("keep")
-	out, err := appendPadding(dst, 8, failingReader{})
+	out, err := appendPad(dst, 8, failingReader{})
 	if !errors.Is(err, errBrokenSource) {
 		t.Fatalf("err = %v, want wrapping errBrokenSource", err)
 	}
@@ -168,7 +170,7 @@ func TestPaddingAppendError(t *testing.T) {
 		t.Errorf("error %q lacks the package prefix", err)
 	}
 	// A short source is an error too.
-	out, err = appendPadding(dst, 8, bytes.NewReader([]byte{1, 2}))
+	out, err = appendPad(dst, 8, bytes.NewReader([]byte{1, 2}))
 	if !errors.Is(err, io.ErrUnexpectedEOF) || string(out) != "keep" {
 		t.Errorf("short source: %q, %v", out, err)
 	}
@@ -181,61 +183,79 @@ func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 func TestPaddingAppendNoAlloc(t *testing.T) {
 	buf := make([]byte, 0, 2048)
-	var src io.Reader = zeroReader{}
+	var src padSource = readerPad{zeroReader{}}
+	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() {
-		out, err := appendPadding(buf[:10], 1000, src)
+		out, err := fillPadding(ctx, buf[:10], 1000, src)
 		if err != nil || len(out) != 1010 {
 			t.Fatal("bad append")
 		}
 	})
 	if allocs != 0 {
-		t.Errorf("appendPadding allocates %.1f times per call with spare capacity", allocs)
+		t.Errorf("fillPadding allocates %.1f times per call with spare capacity", allocs)
 	}
 	// Without capacity it grows and keeps the prefix.
-	out, _ := appendPadding([]byte("ab"), 100, src)
+	out, _ := fillPadding(ctx, []byte("ab"), 100, src)
 	if len(out) != 102 || string(out[:2]) != "ab" {
 		t.Errorf("grow: len %d prefix %q", len(out), out[:2])
 	}
 }
 
-// countingReader counts Read calls on a deterministic byte stream.
-type countingReader struct {
-	next  byte
-	calls int
+// readerPad is a padding source over r, for the tests.
+type readerPad struct{ r io.Reader }
+
+func (p readerPad) fill(_ context.Context, b []byte) error {
+	_, err := io.ReadFull(p.r, b)
+	return err
 }
 
-func (r *countingReader) Read(p []byte) (int, error) {
-	r.calls++
-	for i := range p {
-		p[i] = r.next
-		r.next++
-	}
-	return len(p), nil
+// appendPad appends n padding bytes read from r to dst, through
+// fillPadding.
+func appendPad(dst []byte, n int, r io.Reader) ([]byte, error) {
+	return fillPadding(context.Background(), dst, n, readerPad{r})
 }
 
-func TestPaddingReaderBuffers(t *testing.T) {
-	direct := &countingReader{}
-	buffered := &countingReader{}
-	pr := newPadReader(buffered)
-	var a, b []byte
-	var err error
-	for _, n := range []int{1, 63, 64, 200, 4095, 4096, 5000, 7, 1} {
-		if a, err = appendPadding(a, n, direct); err != nil {
-			t.Fatal(err)
+// TestPooledPad: the default source's fills draw fresh random bytes (two
+// fills of 64 bytes never agree), concurrent Sends may fill at once (run
+// with -race), and a fill allocates nothing once the pool holds a
+// generator.
+func TestPooledPad(t *testing.T) {
+	ctx := context.Background()
+	seen := map[string]bool{}
+	for range 100 {
+		out, err := fillPadding(ctx, nil, 64, pooledPad{})
+		if err != nil || len(out) != 64 {
+			t.Fatalf("fillPadding = %q, %v", out, err)
 		}
-		if b, err = appendPadding(b, n, pr); err != nil {
-			t.Fatal(err)
+		if seen[string(out)] {
+			t.Fatalf("padding %q drawn twice", out)
 		}
-	}
-	if !bytes.Equal(a, b) {
-		t.Fatal("buffered padding differs from direct padding")
-	}
-	if buffered.calls >= direct.calls {
-		t.Errorf("buffered source called %d times, direct %d", buffered.calls, direct.calls)
+		seen[string(out)] = true
 	}
 
-	pr = newPadReader(failingReader{})
-	if _, err := appendPadding(nil, 10, pr); !errors.Is(err, errBrokenSource) {
-		t.Errorf("padReader error = %v", err)
+	var wg sync.WaitGroup
+	results := make([][]byte, 8)
+	for i := range results {
+		wg.Go(func() {
+			var out []byte
+			for range 200 {
+				out, _ = fillPadding(ctx, out[:0], 64, pooledPad{})
+			}
+			results[i] = out
+		})
+	}
+	wg.Wait()
+	for i, out := range results {
+		if len(out) != 64 || seen[string(out)] {
+			t.Errorf("goroutine %d: last padding %q", i, out)
+		}
+		seen[string(out)] = true
+	}
+
+	buf := make([]byte, 0, 1024)
+	if allocs := testing.AllocsPerRun(1000, func() {
+		fillPadding(ctx, buf, 1000, pooledPad{})
+	}); allocs != 0 {
+		t.Errorf("a fill from the pool allocates %.1f times", allocs)
 	}
 }

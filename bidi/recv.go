@@ -220,6 +220,14 @@ func (s *Session) nextItem(ctx context.Context) (recvItem, error) {
 			s.recvErr = s.sessionErr()
 			return recvItem{}, s.recvErr
 		}
+		if done == nil {
+			// A context that is never done (context.Background, as a
+			// loop that reads until the end passes): a plain receive
+			// parks and wakes for less than a select over two channels,
+			// once per message that finds nothing buffered.
+			<-s.recvWake
+			continue
+		}
 		select {
 		case <-s.recvWake:
 		case <-done:

@@ -2,10 +2,8 @@ package bidi
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	mathrand "math/rand/v2"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -411,17 +409,12 @@ func (s *Session) encodePart(ctx context.Context, p Part) (wire.Part, error) {
 
 // paddingSource returns session s's source of padding bytes: for
 // Options.PaddingSource, a [sharedPad] whose reads the client's sessions
-// take turns at; or by default a ChaCha8 generator (a cryptographically
-// strong one) of the session's own, seeded from crypto/rand, which costs
-// one 32-byte read per session instead of a system call per few parts,
-// and takes no turns.
+// take turns at; or by default a [pooledPad], the shared ChaCha8
+// generators (no system call per part, no turns, nothing held per
+// session).
 func (c *Client) paddingSource(s *Session) padSource {
 	if src := c.options.PaddingSource; src != nil {
 		return &sharedPad{lock: &c.padLock, r: src, s: s}
 	}
-	var seed [32]byte
-	if _, err := rand.Read(seed[:]); err != nil {
-		return ownPad{newPadReader(nil)}
-	}
-	return ownPad{mathrand.NewChaCha8(seed)}
+	return pooledPad{}
 }
