@@ -81,11 +81,11 @@ func (d *direction) release(b []byte) {
 // over producing; this one then drains the queue as its consumer and
 // reports false.
 func (d *direction) deliverInline(m bidi.Message) bool {
-	s := d.c.h.watch.stamp()
-	d.busy.Store(s)
+	w := &d.c.h.watch
+	s := w.begin(d)
 	ok := d.deliver(m)
 	d.release(m.Data)
-	if d.busy.CompareAndSwap(s, 0) {
+	if w.end(d, s) {
 		if ok && d.q.unclaim() {
 			d.c.spawn(d.consume) // a close arrived meanwhile: its end is the consumer's
 		}

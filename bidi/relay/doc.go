@@ -82,7 +82,9 @@
 // that keeps up wakes no other goroutine. Once a peer stops keeping up
 // (a delivery still in progress after one to two milliseconds, which a
 // watchdog the Handler runs while its calls deliver notices, or messages
-// queued), one more goroutine per direction delivers while that
+// queued; its tick looks at the calls only while a delivery is in
+// progress, so calls that are idle or whose peers stopped reading cost
+// it nothing), one more goroutine per direction delivers while that
 // direction has messages queued, and the reading goes on, so that the
 // queue's bound and Options.Overflow apply. The model is read on even
 // when its queue is full: pausing it would leave its replies in the

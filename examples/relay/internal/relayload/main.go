@@ -363,12 +363,29 @@ func drive() error {
 			os.WriteFile(*heapProf, b, 0o644)
 		}
 	}
+	beforeLoaded, _ := rp.stats(false)
 	loaded, err := roundTrips(ctx, *active, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
 	if err != nil {
 		return fmt.Errorf("loaded: %w", err)
 	}
+	afterLoaded, _ := rp.stats(false)
 	report("through the relay, with the crowd", loaded)
 	fmt.Printf("loaded/unloaded p99: %.2fx\n", ratio(loaded, relayed, 99))
+	// The same round trips without the relay while the crowd is there:
+	// what the crowd costs the model and the clients' own process (they
+	// share this one, and its cores), which the relay does not cause.
+	directLoaded, err := roundTrips(ctx, *active, func(ctx context.Context) (echoer, error) { return openDirect(ctx, srv) })
+	if err != nil {
+		return fmt.Errorf("direct, loaded: %w", err)
+	}
+	report("direct session, with the crowd", directLoaded)
+	fmt.Printf("direct loaded/unloaded p99: %.2fx\n", ratio(directLoaded, direct, 99))
+	// The crowd's calls are idle meanwhile (their queues full, their
+	// model sessions quiet): what they cost the relay is what this adds
+	// to the active clients' CPU above.
+	cpu = afterLoaded.CPU - beforeLoaded.CPU
+	fmt.Printf("relay CPU with the crowd: %v for %.2f audio session-minutes = %.3f CPU-s per session-minute\n",
+		cpu, sessMin, cpu.Seconds()/sessMin)
 	st2, _ := rp.stats(true)
 	fmt.Printf("relay after the loaded run: RSS %.1f MiB, heap %.1f MiB\n", mib(st2.RSS), mib(int64(st2.HeapInuse)))
 	crowd.close()
