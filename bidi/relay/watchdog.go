@@ -32,9 +32,10 @@ const watchIdleTicks = 100
 // progress (delivering > 0). Most ticks find none: a delivery that keeps
 // up lasts microseconds, and one handed off no longer counts. So the
 // thousand calls of clients that stopped reading, whose messages go
-// through their queues, cost a tick nothing, where reading every
-// direction's stamp each millisecond cost the relay about a thousand
-// cache misses per tick.
+// through their queues, cost a tick nothing, where a tick that read
+// every direction's stamp took 18 µs at 10,000 calls even with all of
+// them in cache (BenchmarkWatchdogTick). The count is consistent when a
+// call's directions are removed: its cleanup waits for its deliveries.
 //
 // Fields below mu are guarded by it; idle and timer belong to the tick
 // (timer is set under mu by the first start).
