@@ -72,6 +72,8 @@ type Stream struct {
 	sendStalls     atomic.Uint32
 	connStallsBase uint32
 
+	activeWin uint32 // the writer's activity window that last counted the stream; the writer's
+
 	respReady chan struct{} // closed once the head (status, header) or err is set
 	status    int           // the response head's :status, set once by the read loop before respReady; 0: none
 	header    http.Header   // the response head's fields, set with status

@@ -25,6 +25,7 @@ func (cc *conn) writeLoop() {
 	yielded := false        // the writer yielded once since its last flush
 	batching := false       // the TCP connection under TLS is corked
 	scratch := make([]byte, 9+maxDataFramePayloadWritten)
+	act := activity{win: 1}
 	for {
 		if !batching && cc.cork != nil {
 			cc.cork.cork()
@@ -70,7 +71,7 @@ func (cc *conn) writeLoop() {
 			return
 		}
 
-		cc.writeData(&rotation, scratch, maxFrame)
+		cc.writeData(&rotation, scratch, maxFrame, &act)
 
 		cc.mu.Lock()
 		cc.rotationLen = rotation.len()
@@ -93,12 +94,13 @@ func (cc *conn) writeLoop() {
 			return
 		}
 		lastFlush := time.Now()
+		act.roll(lastFlush)
 		select {
 		case <-cc.wakeW:
 		case <-cc.done:
 			return
 		}
-		cc.coalesce(lastFlush)
+		cc.coalesce(lastFlush, act.streams())
 	}
 }
 
@@ -114,22 +116,23 @@ func (cc *conn) flush() error {
 }
 
 // coalesceStreams and coalesceWindow shape the writer under many streams:
-// when a connection carries at least coalesceStreams streams and the
-// writer is woken again within coalesceWindow of its last flush, it waits
-// for the rest of the window first, so that the frames of many streams
-// share one write and one wake-up (at most one flush per window, each
-// frame delayed by less than the window). Few streams (a ping-pong, one
-// large transfer) are never delayed.
+// when at least coalesceStreams streams of a connection sent data
+// recently (see activity) and the writer is woken again within
+// coalesceWindow of its last flush, it waits for the rest of the window
+// first, so that the frames of many streams share one write and one
+// wake-up (at most one flush per window, each frame delayed by less than
+// the window). Few streams sending (a ping-pong, one large transfer, a
+// few calls among many idle ones) are never delayed.
 const (
 	coalesceStreams = 32
 	coalesceWindow  = 500 * time.Microsecond
 )
 
-func (cc *conn) coalesce(lastFlush time.Time) {
-	cc.mu.Lock()
-	many := cc.slots >= coalesceStreams
-	cc.mu.Unlock()
-	if !many {
+// coalesce waits out the rest of the coalescing window after lastFlush,
+// if active streams sent data recently (activity.streams) and that is
+// many.
+func (cc *conn) coalesce(lastFlush time.Time, active int) {
+	if active < coalesceStreams {
 		return
 	}
 	if d := coalesceWindow - time.Since(lastFlush); d > 0 {
@@ -245,7 +248,7 @@ func (cc *conn) writeHeaders(s *Stream) {
 // the stream again and none is lost; a stream is never queued twice. When
 // the connection window is used up the rotation stays as it is, its front
 // first once a WINDOW_UPDATE comes.
-func (cc *conn) writeData(rotation *streamRing, scratch []byte, maxFrame uint32) {
+func (cc *conn) writeData(rotation *streamRing, scratch []byte, maxFrame uint32, act *activity) {
 	for range rotation.len() {
 		s := rotation.front()
 		cc.mu.Lock()
@@ -302,6 +305,7 @@ func (cc *conn) writeData(rotation *streamRing, scratch []byte, maxFrame uint32)
 		}
 		s.sendWindow -= int32(n)
 		cc.sendWindow -= int32(n)
+		act.note(s)
 		// A window used up is a stall as it happens, before the writer
 		// comes back to the stream and finds it (a WINDOW_UPDATE may
 		// come first); counted again then, which changes nothing.
@@ -344,3 +348,52 @@ func putFrameHeader(b []byte, length int, typ http2.FrameType, flags byte, id ui
 	b[4] = flags
 	binary.BigEndian.PutUint32(b[5:9], id&(1<<31-1))
 }
+
+// activityWindow is how long a stream that sent data counts as sending,
+// for coalescing: long enough to span the gaps of a paced sender (a
+// 20 ms audio frame), short enough to forget a burst of calls that went
+// quiet.
+const activityWindow = 100 * time.Millisecond
+
+// An activity counts the streams of a connection that sent data
+// recently: the distinct streams the writer wrote DATA for in the
+// current window of activityWindow and in the one before. It replaces
+// the connection's open streams as the measure of "many streams" for
+// coalescing, so that calls that are open but quiet (clients that went
+// silent, a relay's crowd) do not delay the few that send: those would
+// pay up to coalesceWindow a frame for batching that does not happen.
+// The writer owns it, and each Stream's activeWin.
+type activity struct {
+	win   uint32    // the current window's number; a stream's activeWin says which counted it
+	start time.Time // when the current window began
+	cur   int       // streams counted in the current window
+	prev  int       // in the window before it, if that ended less than a window ago
+}
+
+// note counts s, which just sent data, once per window.
+func (a *activity) note(s *Stream) {
+	if s.activeWin != a.win {
+		s.activeWin = a.win
+		a.cur++
+	}
+}
+
+// roll starts a new window at now once the current one has lasted
+// activityWindow.
+func (a *activity) roll(now time.Time) {
+	el := now.Sub(a.start)
+	if el < activityWindow {
+		return
+	}
+	a.prev = a.cur
+	if el >= 2*activityWindow {
+		a.prev = 0 // the current window ran long: nothing was sent in most of it
+	}
+	a.cur = 0
+	a.win++
+	a.start = now
+}
+
+// streams is how many streams sent data recently: the larger count of
+// the current window and the whole one before it.
+func (a *activity) streams() int { return max(a.cur, a.prev) }
