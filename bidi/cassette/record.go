@@ -65,6 +65,8 @@ type Recording struct {
 	mu        sync.Mutex // guards the fields below and orders the sink's events
 	responded bool       // a response event was recorded
 	sentEnd   bool       // a send_end event was recorded
+	closing   int        // CloseSend calls under way: the session's end waits to be recorded after them
+	closeDone sync.Cond  // broadcast, on mu, when a CloseSend call is over
 	ended     bool       // an end event was recorded; nothing follows
 	closed    bool       // the sink is closed
 	sinkErr   error      // the sink's first error
@@ -96,6 +98,7 @@ func Record(sess *bidi.Session, in *bidi.OpenInput, sink Sink, opts *RecordOptio
 		o.Padding = bidi.BucketPadding
 	}
 	r := &Recording{sess: sess, sink: sink, now: o.Now, start: o.Now(), max: o.MaxMessageSize, part: o.MaxPartSize, pad: o.Padding}
+	r.closeDone.L = &r.mu
 	open := Event{Kind: KindOpen}
 	if in != nil {
 		open.Endpoint, open.TargetVariant = in.EndpointName, in.TargetVariant
@@ -170,19 +173,47 @@ func (r *Recording) SendPart(ctx context.Context, p bidi.Part) error {
 }
 
 // CloseSend ends the input as [bidi.Session.CloseSend] does and records
-// it when it succeeds.
+// it when it succeeds. The end frame may reach the model, and the model
+// end the stream, before the session's CloseSend returns: the receiver
+// that sees that end records it only once this call has recorded its
+// send_end, so the cassette holds them in the order they happened.
 func (r *Recording) CloseSend() error {
+	r.mu.Lock()
+	r.closing++
+	r.mu.Unlock()
 	err := r.sess.CloseSend()
-	if err == nil {
-		r.mu.Lock()
-		if !r.sentEnd {
-			r.sentEnd = true
-			r.emitLocked(&Event{Kind: KindSendEnd})
-		}
-		r.mu.Unlock()
+	if testHookCloseSent != nil {
+		testHookCloseSent()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closing--
+	r.closeDone.Broadcast()
+	if err == nil && !r.sentEnd {
+		r.sentEnd = true
+		r.emitLocked(&Event{Kind: KindSendEnd})
 	}
 	return err
 }
+
+// awaitCloseSendLocked waits until no CloseSend call is under way, before
+// the session's end is recorded. It cannot wait long: the session's send
+// side is over by then, so a Send that held CloseSend back returns. r.mu
+// is held.
+func (r *Recording) awaitCloseSendLocked() {
+	for r.closing > 0 {
+		if testHookAwaitCloseSend != nil {
+			testHookAwaitCloseSend()
+		}
+		r.closeDone.Wait()
+	}
+}
+
+// Test hooks: testHookCloseSent runs when the session's CloseSend has
+// returned, before CloseSend records it; testHookAwaitCloseSend when the
+// session's end waits for a CloseSend under way. Set only by tests,
+// before the recording starts.
+var testHookCloseSent, testHookAwaitCloseSend func()
 
 // Response returns the response head as [bidi.Session.Response] does,
 // and records it.
@@ -263,6 +294,7 @@ func (r *Recording) received(ctx context.Context, p bidi.Part, err error) {
 		r.emitPartLocked(KindRecv, p, -1)
 		return
 	}
+	r.awaitCloseSendLocked()
 	for _, e := range endEvents(err) {
 		if e.Kind == KindResponse {
 			if r.responded {
@@ -336,6 +368,7 @@ func (r *Recording) Close() error {
 	if r.closed {
 		return r.sinkErr
 	}
+	r.awaitCloseSendLocked()
 	r.emitLocked(&Event{Kind: KindEnd, Reason: EndClosed})
 	r.closed = true
 	if err := r.sink.Close(); err != nil && r.sinkErr == nil {

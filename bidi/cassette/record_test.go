@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,5 +232,78 @@ func TestRecordPadding(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The model may end the stream as soon as the end frame reaches it,
+// before the session's CloseSend has returned to the Recording: the
+// receiver that sees that end records it after the send_end, not before
+// (nor drops it, once the recording is stopped). Found as a rare failure
+// of bidicat's TestRecord under load: "open send send response recv recv
+// end", no send_end.
+func TestRecordEndAfterCloseSend(t *testing.T) {
+	model := biditest.NewServer(biditest.Echo()) // ends the stream when the input ends
+	defer model.Close()
+	var file bytes.Buffer
+	w, _ := cassette.NewWriter(&file, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sess, err := model.Client().Open(ctx, &bidi.OpenInput{EndpointName: "recorded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeSent := make(chan struct{})
+	release := make(chan struct{})
+	awaiting := make(chan struct{}, 1)
+	defer cassette.SetCloseSendHooks(
+		func() { close(closeSent); <-release },
+		func() {
+			select {
+			case awaiting <- struct{}{}:
+			default:
+			}
+		})()
+	rec := cassette.Record(sess, nil, w, nil)
+	if err := rec.Send(ctx, bidi.Text("hi")); err != nil {
+		t.Fatal(err)
+	}
+	received := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := rec.Recv(ctx); err != nil {
+				received <- err
+				return
+			}
+		}
+	}()
+	closed := make(chan error, 1)
+	go func() { closed <- rec.CloseSend() }()
+	<-closeSent // the end frame is on its way; CloseSend has not recorded it
+	select {
+	case <-awaiting: // the receiver saw the end and waits for CloseSend
+	case err := <-received:
+		close(release)
+		t.Fatalf("the end (%v) was recorded while CloseSend was under way", err)
+	case <-ctx.Done():
+		t.Fatal("the receiver neither waited nor ended")
+	}
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatalf("CloseSend = %v", err)
+	}
+	if err := <-received; err != io.EOF {
+		t.Fatalf("Recv = %v, want io.EOF", err)
+	}
+	rec.Close()
+	c, err := cassette.Load(&file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range c.Events {
+		kinds = append(kinds, string(e.Kind))
+	}
+	if got, want := strings.Join(kinds, " "), "open send response recv send_end end"; got != want {
+		t.Errorf("events %q, want %q", got, want)
 	}
 }
