@@ -2,6 +2,7 @@ package transport
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -62,28 +63,24 @@ func TestActivity(t *testing.T) {
 
 // TestCoalesceOnlyWithManySending: a writer woken right after a flush
 // waits out the coalescing window only when many streams sent recently;
-// with fewer (however many are open) it goes on at once.
+// with fewer (however many are open) it goes on at once. In a synctest
+// bubble, whose clock moves only while every goroutine waits, the time
+// that passed is exactly how long the writer waited.
 func TestCoalesceOnlyWithManySending(t *testing.T) {
-	cc := &conn{done: make(chan struct{})}
-	cc.slots = 1000 // open streams do not count
+	synctest.Test(t, func(t *testing.T) {
+		cc := &conn{done: make(chan struct{})}
+		cc.slots = 1000 // open streams do not count
 
-	// A flush "an hour from now": a writer that waited would wait for an
-	// hour, so the bound below cannot decide a wait that happened.
-	returned := make(chan struct{})
-	go func() {
-		cc.coalesce(time.Now().Add(time.Hour), coalesceStreams-1)
-		close(returned)
-	}()
-	select {
-	case <-returned:
-	case <-time.After(10 * time.Second):
-		close(cc.done) // let it go
-		t.Fatal("few streams sending: the writer waited")
-	}
+		start := time.Now()
+		cc.coalesce(start, coalesceStreams-1)
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("few streams sending: waited %v, want no wait", waited)
+		}
 
-	start := time.Now()
-	cc.coalesce(start, coalesceStreams)
-	if waited := time.Since(start); waited < coalesceWindow {
-		t.Fatalf("many streams sending: waited %v, want the window (%v)", waited, coalesceWindow)
-	}
+		start = time.Now()
+		cc.coalesce(start, coalesceStreams)
+		if waited := time.Since(start); waited != coalesceWindow {
+			t.Fatalf("many streams sending: waited %v, want the window (%v)", waited, coalesceWindow)
+		}
+	})
 }
