@@ -30,7 +30,10 @@ func (s *Session) Finish(ctx context.Context, quiet time.Duration) error {
 			return s.finishResult(ctx)
 		default:
 		}
-		last := max(s.lastRecv.Load(), start)
+		last := start
+		if l := s.lastRecv.Load(); l != 0 && l > last { // 0: no part yet
+			last = l
+		}
 		wait := quiet - time.Duration(monotonic()-last)
 		if wait <= 0 {
 			break
@@ -80,7 +83,9 @@ func finishError(err error) error {
 // monoEpoch anchors monotonic.
 var monoEpoch = time.Now()
 
-// monotonic returns nanoseconds on the monotonic clock.
+// monotonic returns nanoseconds on the monotonic clock, from monoEpoch.
+// Only differences mean anything: in a testing/synctest bubble, whose
+// clock is not the process's, the values are below zero.
 func monotonic() int64 { return int64(time.Since(monoEpoch)) }
 
 // WebSocket close codes SageMaker reports as a ModelStreamError's

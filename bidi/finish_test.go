@@ -3,8 +3,10 @@ package bidi_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -39,42 +41,91 @@ func collect(ctx context.Context, sess *bidi.Session) <-chan struct {
 
 // TestFinishWaitsForQuiet: Finish keeps the input open while the model is
 // still answering and sends the end frame only once it has been quiet;
-// no reply is lost and the clean end is nil.
+// no reply is lost and the clean end is nil. On the bubble's clock the
+// end frame arrives exactly the quiet period after the last reply.
 func TestFinishWaitsForQuiet(t *testing.T) {
-	sentAll := make(chan struct{})
-	endSeen := make(chan bool, 1)
-	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
-		if _, err := st.Recv(); err != nil {
-			return
+	synctest.Test(t, func(t *testing.T) {
+		const quiet = 150 * time.Millisecond
+		sentAll := make(chan time.Time, 1)
+		endSeen := make(chan error, 1)
+		srv, dial := newMemServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+			if _, err := st.Recv(); err != nil {
+				return
+			}
+			for _, a := range []string{"a1", "a2", "a3"} {
+				time.Sleep(20 * time.Millisecond) // a model that pauses between replies (the subject)
+				st.Send(bidi.Text(a))
+			}
+			sentAll <- time.Now()
+			_, err := st.Recv()
+			if err == nil {
+				err = errors.New("a message, not the end of the input")
+			} else if err == io.EOF {
+				if d := time.Since(<-sentAll); d != quiet {
+					err = fmt.Errorf("the end frame came %v after the last reply, want %v", d, quiet)
+				} else {
+					err = nil
+				}
+			}
+			endSeen <- err
+		}))
+		ctx := testCtx(t)
+		sess := open(t, srv.Client(dial), ctx)
+		if err := sess.Send(ctx, bidi.Text("q")); err != nil {
+			t.Fatal(err)
 		}
-		for _, a := range []string{"a1", "a2", "a3"} {
-			time.Sleep(20 * time.Millisecond) // a model that pauses between replies (the subject)
-			st.Send(bidi.Text(a))
+		got := collect(ctx, sess)
+		if err := sess.Finish(ctx, quiet); err != nil {
+			t.Fatalf("Finish = %v, want nil", err)
 		}
-		close(sentAll)
-		_, err := st.Recv()
+		r := <-got
+		if len(r.texts) != 3 || r.err != io.EOF {
+			t.Fatalf("received %q then %v, want a1 a2 a3 then io.EOF", r.texts, r.err)
+		}
+		if err := <-endSeen; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestFinishQuietWithoutReplies: a session that has received nothing is
+// quiet from the moment Finish is called, so its end frame goes out
+// exactly the quiet period later, on the bubble's clock too (whose time
+// is not the process's).
+func TestFinishQuietWithoutReplies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const quiet = 300 * time.Millisecond
+		ended := make(chan time.Time, 1)
+		srv, dial := newMemServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+			if st.Accept() != nil {
+				return
+			}
+			if _, err := st.Recv(); err == io.EOF {
+				ended <- time.Now()
+			}
+		}))
+		ctx := testCtx(t)
+		sess := open(t, srv.Client(dial), ctx)
+		if _, err := sess.Response(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := collect(ctx, sess)
+		began := time.Now()
+		if err := sess.Finish(ctx, quiet); err != nil {
+			t.Fatalf("Finish = %v, want nil", err)
+		}
+		if r := <-got; len(r.texts) != 0 || r.err != io.EOF {
+			t.Fatalf("received %q then %v, want io.EOF", r.texts, r.err)
+		}
 		select {
-		case <-sentAll:
-			endSeen <- err == io.EOF
+		case at := <-ended:
+			if d := at.Sub(began); d != quiet {
+				t.Fatalf("the end frame came %v after Finish was called, want %v", d, quiet)
+			}
 		default:
+			t.Fatal("the model did not see the end of the input")
 		}
-	}))
-	ctx := testCtx(t)
-	sess := open(t, srv.Client(), ctx)
-	if err := sess.Send(ctx, bidi.Text("q")); err != nil {
-		t.Fatal(err)
-	}
-	got := collect(ctx, sess)
-	if err := sess.Finish(ctx, 150*time.Millisecond); err != nil {
-		t.Fatalf("Finish = %v, want nil", err)
-	}
-	r := <-got
-	if len(r.texts) != 3 || r.err != io.EOF {
-		t.Fatalf("received %q then %v, want a1 a2 a3 then io.EOF", r.texts, r.err)
-	}
-	if !<-endSeen {
-		t.Fatal("the end frame did not come after the last reply")
-	}
+	})
 }
 
 // TestFinishNormalClosure: a ModelStreamError with close code 1000 after

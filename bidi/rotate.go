@@ -606,7 +606,9 @@ func (rs *RotatingSession) plan(g *generation) (time.Time, RotationReason) {
 }
 
 // refreshCredentials makes the client's credentials cache fetch new
-// credentials if the cached ones expire within the margin, so that a
+// credentials if the cached ones expire within the margin (at its end
+// included: a rotation planned by expiry runs exactly then on a
+// testing/synctest clock), so that a
 // successor is not signed with what its predecessor is rotating away
 // from.
 func (rs *RotatingSession) refreshCredentials(now time.Time) {
@@ -615,7 +617,7 @@ func (rs *RotatingSession) refreshCredentials(now time.Time) {
 		return
 	}
 	creds, err := cache.Retrieve(rs.ctx)
-	if err == nil && creds.CanExpire && creds.Expires.Before(now.Add(rs.expiryMargin)) {
+	if err == nil && creds.CanExpire && !creds.Expires.After(now.Add(rs.expiryMargin)) {
 		cache.Invalidate()
 	}
 }

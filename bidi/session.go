@@ -135,7 +135,7 @@ type Session struct {
 	recvWake   chan struct{}
 	asm        reassembler  // in the session itself: Recv checks it for every message
 	partBuf    []byte       // RecvPart's small parts, valid until the next call
-	lastRecv   atomic.Int64 // monotonic time of the last part decoded
+	lastRecv   atomic.Int64 // monotonic time of the last part decoded; 0 before the first
 	recvErr    error        // sticky terminal receive error
 	midMessage bool         // the last part delivered was PARTIAL
 	maxMessage int
