@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -585,8 +586,10 @@ func TestResponseErrorShowsActualStatus(t *testing.T) {
 // nobody receives. The stream's end must not make the session decode
 // anything, nor Recv read on past the exception: the unknown event is
 // never decoded (it would be logged).
-func TestNoLookAheadPastException(t *testing.T) {
-	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+func TestNoLookAheadPastException(t *testing.T) { synctest.Test(t, noLookAheadPastException) }
+
+func noLookAheadPastException(t *testing.T) {
+	srv, dial := newMemServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 		for i := 0; i < 32; i++ {
 			st.Send(bidi.Text(fmt.Sprint(i)))
 		}
@@ -597,7 +600,7 @@ func TestNoLookAheadPastException(t *testing.T) {
 		}, Payload: []byte("{}")}))
 	}))
 	log := &captureLogger{}
-	c := srv.Client(func(o *bidi.Options) { o.Logger = log; o.ClientLogMode = aws.LogRetries })
+	c := srv.Client(dial, func(o *bidi.Options) { o.Logger = log; o.ClientLogMode = aws.LogRetries })
 	ctx := testCtx(t)
 	sess := open(t, c, ctx)
 	isMSE := func(err error) bool {
@@ -607,11 +610,11 @@ func TestNoLookAheadPastException(t *testing.T) {
 	if err := firstSendError(t, ctx, sess); !errors.Is(err, bidi.ErrStreamEnded) {
 		t.Fatalf("Send = %v, want ErrStreamEnded", err) // the stream is over
 	}
-	// A negative check: nothing signals that an event did not happen.
-	// This pause gives the transport time to stop the request body, the
-	// event that made a faulty session look ahead; it decides how surely
-	// a regression is caught, not whether a correct session passes.
-	time.Sleep(200 * time.Millisecond)
+	// A negative check: nothing signals that an event did not happen,
+	// but in the bubble nothing is left to happen once every goroutine
+	// waits. By then the transport has stopped the request body, the
+	// event that made a faulty session look ahead.
+	synctest.Wait()
 	for i := 0; i < 32; i++ {
 		if m, err := sess.Recv(ctx); err != nil || string(m.Data) != fmt.Sprint(i) {
 			t.Fatalf("Recv %d = %q, %v", i, m.Data, err)

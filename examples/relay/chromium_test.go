@@ -163,7 +163,7 @@ func TestChromiumStreamsSpeech(t *testing.T) {
 	// Queues that hold the whole sample: on a loaded machine a pause of
 	// the page or the server must not drop frames (the example's default
 	// policy for live audio) and fail the check.
-	addr := startServer(t, "-sample", pcm, "-queue-bytes", "4194304")
+	addr := startServer(t, "-sample", pcm, "-queue-bytes", "4194304", "-finish-quiet", quickQuiet)
 	p := openChromium(t, "http://"+addr+"/?src=sample.pcm&pace=2")
 	ctx := t.Context()
 	text := waitResult(t, p)
@@ -202,7 +202,7 @@ func TestChromiumDecodesAndResamplesWAV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := startServer(t, "-sample", wav, "-queue-bytes", "4194304")
+	addr := startServer(t, "-sample", wav, "-queue-bytes", "4194304", "-finish-quiet", quickQuiet)
 	p := openChromium(t, "http://"+addr+"/?src=sample.wav&pace=0")
 	text := waitResult(t, p)
 	var r struct {

@@ -56,6 +56,7 @@ type options struct {
 	origins string
 	token   string
 	rotate  time.Duration
+	quiet   time.Duration
 	queue   int
 	memMiB  int64
 }
@@ -78,6 +79,7 @@ Example: relay -addr localhost:8080 -endpoint my-endpoint -region us-west-2
 	fs.StringVar(&o.token, "token", "", "a `secret` clients must pass as ?token=, standing in for the application's own authorisation, e.g. -token s3cret")
 	fs.IntVar(&o.queue, "queue-bytes", 0, "`bytes` each direction of a call may queue before the oldest audio frames are dropped (0: the relay's defaults, 32 KiB toward the model and 8 KiB toward the client), e.g. -queue-bytes 32768")
 	fs.Int64Var(&o.memMiB, "memory-limit", 0, "soft memory limit of the process in `MiB` (runtime/debug.SetMemoryLimit; 0 leaves GOMEMLIMIT's), a little under the server's budget: the garbage collector then works harder instead of letting the heap reach twice what is live, e.g. -memory-limit 60")
+	fs.DurationVar(&o.quiet, "finish-quiet", 0, "how long the model must have been quiet before a call that ends is closed toward it (0: the relay's default, 2s); a model that pauses longer between replies needs more, e.g. -finish-quiet 5s")
 	fs.DurationVar(&o.rotate, "rotate", 0, "replace the model's stream after this `age` (0: bidi's default, under the 30-minute cap), e.g. -rotate 10m")
 	return fs, o
 }
@@ -90,6 +92,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "relay: unexpected argument %q\n", fs.Arg(0))
 		return nil, errors.New("unexpected argument")
+	}
+	if o.quiet < 0 {
+		fmt.Fprintf(stderr, "relay: -finish-quiet %v: want 0 (the default) or more\n", o.quiet)
+		return nil, errors.New("bad -finish-quiet")
 	}
 	if o.memMiB < 0 || o.memMiB > 1<<40 {
 		fmt.Fprintf(stderr, "relay: -memory-limit %d: want 0 (none) or a positive number of MiB\n", o.memMiB)
@@ -145,6 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		rotation:  &bidi.Rotation{After: o.rotate},
 		tune: func(ro *relay.Options) {
 			ro.ToModelQueueBytes, ro.ToClientQueueBytes = o.queue, o.queue
+			ro.FinishQuiet = o.quiet
 		},
 	})
 	if err != nil {

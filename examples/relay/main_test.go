@@ -12,11 +12,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/examples/internal/cli"
 )
+
+// quickQuiet is the -finish-quiet of the tests whose model is biditest's
+// echo, which answers every message before it sees the end of the input:
+// no reply can be lost to a short quiet period, and the call ends 2 s
+// sooner than with the default.
+const quickQuiet = "200ms"
 
 // startServer runs the example with args on a free loopback port and
 // returns its address; it stops when the test ends.
@@ -89,7 +96,7 @@ func TestPageServed(t *testing.T) {
 func TestGoClientEcho(t *testing.T) {
 	t.Parallel() // see TestMain
 	// The client sends in a burst: queues that hold it all drop nothing.
-	addr := startServer(t, "-token", "s3cret", "-queue-bytes", "4194304")
+	addr := startServer(t, "-token", "s3cret", "-queue-bytes", "4194304", "-finish-quiet", quickQuiet)
 	if _, resp, err := websocket.Dial(t.Context(), "ws://"+addr+"/ws", nil); err == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("without token: %v", err)
 	}
@@ -155,7 +162,7 @@ func runNodeClient(t *testing.T, url string, count int) nodeResult {
 func TestNodeWSClient(t *testing.T) {
 	t.Parallel() // see TestMain
 	// Queues that hold a burst: see TestGoClientEcho.
-	addr := startServer(t, "-queue-bytes", "4194304")
+	addr := startServer(t, "-queue-bytes", "4194304", "-finish-quiet", quickQuiet)
 	r := runNodeClient(t, "ws://"+addr+"/ws", 200)
 	if r.Error != "" || r.Sent != 200 || r.Received != 200 || r.Mismatch != -1 || r.Code != 1000 {
 		t.Fatalf("node client: %+v", r)
@@ -182,6 +189,12 @@ func TestExitCodes(t *testing.T) {
 	}
 	if o, err := parseFlags([]string{"-memory-limit", "60"}, io.Discard); err != nil || o.memMiB != 60 {
 		t.Errorf("-memory-limit 60: %+v, %v", o, err)
+	}
+	if code := run(t.Context(), []string{"-finish-quiet", "-1s"}, io.Discard, &out, nil); code != 2 || !strings.Contains(out.String(), "-finish-quiet -1s") {
+		t.Errorf("negative -finish-quiet: exit %d, stderr %q", code, out.String())
+	}
+	if o, err := parseFlags([]string{"-finish-quiet", "250ms"}, io.Discard); err != nil || o.quiet != 250*time.Millisecond {
+		t.Errorf("-finish-quiet 250ms: %+v, %v", o, err)
 	}
 	if code := run(t.Context(), []string{"-h"}, io.Discard, &out, nil); code != 0 {
 		t.Errorf("-h: exit %d", code)
