@@ -367,12 +367,14 @@ func anchorSpread(t *testing.T, events []bidi.RotationEvent, streams []*biditest
 // Finish right after a rotation loses nothing: the replies of the stream
 // rotated away from and those of the last stream all come back, although
 // the model drops whatever it has not sent when an input ends.
-func TestRotationFinishAfterRotate(t *testing.T) {
-	srv := newServer(t, biditest.StampedEcho(acceptDelay, nil))
+func TestRotationFinishAfterRotate(t *testing.T) { synctest.Test(t, rotationFinishAfterRotate) }
+
+func rotationFinishAfterRotate(t *testing.T) {
+	srv, dial := newMemServer(t, biditest.StampedEcho(acceptDelay, nil))
 	ctx := testCtx(t)
 	r := &bidi.Rotation{FinishQuiet: 200 * time.Millisecond}
 	start, items := receiveAll(r, 1<<10)
-	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "audio"}, r)
+	rs, err := srv.Client(dial).OpenRotating(ctx, &bidi.OpenInput{EndpointName: "audio"}, r)
 	if err != nil {
 		t.Fatalf("OpenRotating: %v", err)
 	}
@@ -807,7 +809,9 @@ func manyCalls(t *testing.T) {
 // replaced too (RotationOverlapFault) and the successor is sent the
 // failed stream's messages and the ones after them, in order: every
 // frame is answered, and twice only where marked.
-func TestRotationOverlapFault(t *testing.T) {
+func TestRotationOverlapFault(t *testing.T) { synctest.Test(t, rotationOverlapFault) }
+
+func rotationOverlapFault(t *testing.T) {
 	// Stream 1 is reset by its 11th message: the Finish message that
 	// follows the 10 frames once Rotate moved the input to stream 2.
 	// Stream 1 is the first whose handler starts (Open awaits its
@@ -818,7 +822,7 @@ func TestRotationOverlapFault(t *testing.T) {
 	echo := biditest.StampedEcho(acceptDelay, func(st *biditest.Stream, seq int) bool {
 		return seq == 10 && first.Load() == st
 	})
-	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+	srv, dial := newMemServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 		first.CompareAndSwap(nil, st)
 		echo.ServeBidi(st)
 	}))
@@ -831,7 +835,7 @@ func TestRotationOverlapFault(t *testing.T) {
 		},
 	}
 	start, items := receiveAll(r, 1<<10)
-	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "audio", AwaitResponse: true}, r)
+	rs, err := srv.Client(dial).OpenRotating(ctx, &bidi.OpenInput{EndpointName: "audio", AwaitResponse: true}, r)
 	if err != nil {
 		t.Fatalf("OpenRotating: %v", err)
 	}
@@ -911,12 +915,16 @@ func TestRotationOverlapFault(t *testing.T) {
 // load by TestRotationManyCalls: a stream reset late lost its frames
 // without an error.)
 func TestRotationOverlapFaultAfterInputEnded(t *testing.T) {
+	synctest.Test(t, rotationOverlapFaultAfterInputEnded)
+}
+
+func rotationOverlapFaultAfterInputEnded(t *testing.T) {
 	var (
 		first     atomic.Pointer[biditest.Stream]
 		input2    = make(chan struct{}) // stream 2's input ended: so has the call's
 		closeOnce sync.Once
 	)
-	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+	srv, dial := newMemServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 		// Stream 1's handler starts first (the call awaits its answer
 		// before it opens stream 2), but may accept after stream 2's:
 		// claim first before accepting.
@@ -956,7 +964,7 @@ func TestRotationOverlapFaultAfterInputEnded(t *testing.T) {
 	ctx := testCtx(t)
 	r := &bidi.Rotation{After: -1, ReplayWindow: time.Minute, FinishQuiet: 50 * time.Millisecond}
 	start, items := receiveAll(r, 1<<10)
-	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "call", AwaitResponse: true}, r)
+	rs, err := srv.Client(dial).OpenRotating(ctx, &bidi.OpenInput{EndpointName: "call", AwaitResponse: true}, r)
 	if err != nil {
 		t.Fatalf("OpenRotating: %v", err)
 	}
@@ -1025,8 +1033,12 @@ func frameReplies(t *testing.T, items <-chan rotItem, frames int) (answers [][]i
 // finished in turn, and Finish and Recv end cleanly with every frame
 // answered.
 func TestRotationFinishRecoversCurrentStream(t *testing.T) {
+	synctest.Test(t, rotationFinishRecoversCurrentStream)
+}
+
+func rotationFinishRecoversCurrentStream(t *testing.T) {
 	var first atomic.Pointer[biditest.Stream]
-	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+	srv, dial := newMemServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 		isFirst := first.CompareAndSwap(nil, st) // before accepting: see above
 		if st.Accept() != nil {
 			return
@@ -1055,7 +1067,7 @@ func TestRotationFinishRecoversCurrentStream(t *testing.T) {
 	ctx := testCtx(t)
 	r := &bidi.Rotation{After: -1, ReplayWindow: time.Minute, FinishQuiet: 50 * time.Millisecond}
 	start, items := receiveAll(r, 1<<10)
-	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "call", AwaitResponse: true}, r)
+	rs, err := srv.Client(dial).OpenRotating(ctx, &bidi.OpenInput{EndpointName: "call", AwaitResponse: true}, r)
 	if err != nil {
 		t.Fatalf("OpenRotating: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -19,9 +20,13 @@ import (
 // end, with the frames the reset stream never answered replayed, even
 // when a planned rotation (Rotate) is asked for meanwhile.
 func TestRotationResetBehindUnreadReplies(t *testing.T) {
+	synctest.Test(t, rotationResetBehindUnreadReplies)
+}
+
+func rotationResetBehindUnreadReplies(t *testing.T) {
 	const before = 100    // frames answered before the reset: more than the session decodes ahead
 	var reset atomic.Bool // the first stream only
-	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+	srv, dial := newMemServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 		if st.Accept() != nil {
 			return
 		}
@@ -43,7 +48,7 @@ func TestRotationResetBehindUnreadReplies(t *testing.T) {
 	events := make(chan bidi.RotationEvent, 4)
 	r := &bidi.Rotation{ReplayWindow: time.Minute, Backoff: func(int) time.Duration { return 0 },
 		OnRotate: func(ev bidi.RotationEvent) { events <- ev }}
-	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "reset"}, r)
+	rs, err := srv.Client(dial).OpenRotating(ctx, &bidi.OpenInput{EndpointName: "reset"}, r)
 	if err != nil {
 		t.Fatal(err)
 	}

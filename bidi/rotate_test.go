@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -147,13 +148,17 @@ func failAfter(n int, fail func(stream int32) bool, started chan<- int32) bidite
 // first, the end is reported to OnRotate and not to Recv, the preamble
 // runs again on the new stream, and the session carries on.
 func TestRotationReconnectsAfterEarlyEnd(t *testing.T) {
+	synctest.Test(t, rotationReconnectsAfterEarlyEnd)
+}
+
+func rotationReconnectsAfterEarlyEnd(t *testing.T) {
 	// Stream 1 echoes the preamble and 3 frames, then fails.
-	srv := newServer(t, failAfter(4, func(k int32) bool { return k == 1 }, nil))
+	srv, dial := newMemServer(t, failAfter(4, func(k int32) bool { return k == 1 }, nil))
 	ctx := testCtx(t)
 	var preambles atomic.Int32
 	r := &bidi.Rotation{Preamble: textPreamble("config", &preambles)}
 	start, items := receiveAll(r, 64)
-	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
+	rs, err := srv.Client(dial).OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
 	if err != nil {
 		t.Fatalf("OpenRotating: %v", err)
 	}
@@ -190,9 +195,11 @@ func TestRotationReconnectsAfterEarlyEnd(t *testing.T) {
 
 // A Send that meets a stream that already ended waits for the successor
 // and sends its message there, once.
-func TestRotationSendWaitsForSuccessor(t *testing.T) {
+func TestRotationSendWaitsForSuccessor(t *testing.T) { synctest.Test(t, rotationSendWaitsForSuccessor) }
+
+func rotationSendWaitsForSuccessor(t *testing.T) {
 	started := make(chan int32, 4)
-	srv := newServer(t, failAfter(1, func(k int32) bool { return k == 1 }, started))
+	srv, dial := newMemServer(t, failAfter(1, func(k int32) bool { return k == 1 }, started))
 	ctx := testCtx(t)
 	release := make(chan struct{})
 	var preambles atomic.Int32
@@ -203,7 +210,7 @@ func TestRotationSendWaitsForSuccessor(t *testing.T) {
 		return send(bidi.Text("config"))
 	}}
 	start, items := receiveAll(r, 64)
-	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
+	rs, err := srv.Client(dial).OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
 	if err != nil {
 		t.Fatalf("OpenRotating: %v", err)
 	}
@@ -239,8 +246,10 @@ func TestRotationSendWaitsForSuccessor(t *testing.T) {
 // Reconnects are bounded: against a server whose every stream fails, Recv
 // returns a *ReconnectError wrapping the typed error once MaxReconnects
 // reconnects in a row failed, and Send returns it too.
-func TestRotationReconnectsBounded(t *testing.T) {
-	srv := newServer(t, failAfter(1, func(int32) bool { return true }, nil))
+func TestRotationReconnectsBounded(t *testing.T) { synctest.Test(t, rotationReconnectsBounded) }
+
+func rotationReconnectsBounded(t *testing.T) {
+	srv, dial := newMemServer(t, failAfter(1, func(int32) bool { return true }, nil))
 	ctx := testCtx(t)
 	var preambles atomic.Int32
 	r := &bidi.Rotation{
@@ -249,7 +258,7 @@ func TestRotationReconnectsBounded(t *testing.T) {
 		Backoff:       func(int) time.Duration { return 0 },
 	}
 	start, items := receiveAll(r, 64)
-	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
+	rs, err := srv.Client(dial).OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
 	if err != nil {
 		t.Fatalf("OpenRotating: %v", err)
 	}
@@ -352,9 +361,11 @@ func TestRotationCloseUnblocks(t *testing.T) {
 
 // A successor refused with an error that a retry cannot fix (here a 400)
 // ends the reconnects at once.
-func TestRotationPermanentOpenError(t *testing.T) {
+func TestRotationPermanentOpenError(t *testing.T) { synctest.Test(t, rotationPermanentOpenError) }
+
+func rotationPermanentOpenError(t *testing.T) {
 	var count atomic.Int32
-	srv := newServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+	srv, dial := newMemServer(t, biditest.HandlerFunc(func(st *biditest.Stream) {
 		if count.Add(1) > 1 {
 			st.Fail(400, "ValidationError", map[string]any{"Message": "no such model"})
 			return
@@ -363,7 +374,7 @@ func TestRotationPermanentOpenError(t *testing.T) {
 		st.SendException("InternalStreamFailure", []byte(`{"Message":"the platform ended the stream"}`))
 	}))
 	ctx := testCtx(t)
-	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, nil)
+	rs, err := srv.Client(dial).OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, nil)
 	if err != nil {
 		t.Fatalf("OpenRotating: %v", err)
 	}
@@ -385,11 +396,15 @@ func TestRotationPermanentOpenError(t *testing.T) {
 // parts all go to the old stream, the next message to the successor; and
 // Rotate after the input ended reports ErrSendClosed.
 func TestRotationSendPartKeepsMessageWhole(t *testing.T) {
-	srv := newServer(t, biditest.Echo())
+	synctest.Test(t, rotationSendPartKeepsMessageWhole)
+}
+
+func rotationSendPartKeepsMessageWhole(t *testing.T) {
+	srv, dial := newMemServer(t, biditest.Echo())
 	ctx := testCtx(t)
 	r := &bidi.Rotation{FinishQuiet: 50 * time.Millisecond}
 	start, items := receiveAll(r, 64)
-	rs, err := srv.Client().OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
+	rs, err := srv.Client(dial).OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
 	if err != nil {
 		t.Fatalf("OpenRotating: %v", err)
 	}

@@ -110,6 +110,20 @@
 // package bidi/biditest/inspect shows a Server's streams live in a
 // browser.
 //
+// # Time that moves only when the test waits
+//
+// A server and its clients run in a testing/synctest bubble when they
+// talk over a network in memory: set [Server.Listener] to a listener
+// whose connections are one end of a net.Pipe each, and the client's
+// bidi.Options.DialContext to a function that hands the listener the
+// other end (the listener's Addr should be 127.0.0.1, which the server's
+// certificate names). Start the server and open the sessions inside the
+// bubble. Then a paced call of minutes takes only the CPU time its work
+// needs, every timer (rotation, Finish's quiet period, a handler's
+// pauses, MaxStreamAge) fires exactly when due, and a reply's delay is
+// the code's, never the machine's. Package bidi's acceptance tests of
+// rotation run this way.
+//
 // # Flow control
 //
 // The request body is read only when the handler receives, so a handler
