@@ -63,10 +63,11 @@ type call struct {
 
 	inputOver bool // the client sent its EndOfInput message; owned by in's producer
 
-	lastData  atomic.Int64 // unix nanoseconds of the last data message either way
-	lastReply atomic.Int64 // unix nanoseconds of the last message from the model
+	born      time.Time    // when newCall made the call, with its monotonic clock reading
+	lastData  atomic.Int64 // of the last data message either way: nanoseconds since born, on the monotonic clock (a step of the wall clock moves no idle timeout)
+	lastReply atomic.Int64 // of the last message from the model: nanoseconds since born, as lastData; 0 before the first
 
-	pingWindow atomic.Int64 // second (unix) of the current ping-count window; owned by onPing
+	pingWindow atomic.Int64 // second (since born) of the current ping-count window; owned by onPing
 	pings      atomic.Int64 // pings received in that second; owned by onPing
 
 	endMu  sync.Mutex
@@ -105,6 +106,7 @@ func newCall(h *Handler, r *http.Request, model Model, ctx context.Context, canc
 		toClient:  newQueue(h.opts.ToClientQueueBytes),
 		aborted:   make(chan struct{}),
 		modelDone: make(chan struct{}),
+		born:      time.Now(),
 	}
 	// The client's messages are read into pooled buffers (read); the
 	// model's are the relay's once Recv returned them (see Model), and
@@ -176,7 +178,7 @@ func (c *call) endInput(code websocket.StatusCode, reason, kind string) {
 	c.toModel.close()
 }
 
-func (c *call) touch() { c.lastData.Store(time.Now().UnixNano()) }
+func (c *call) touch() { c.lastData.Store(int64(time.Since(c.born))) }
 
 // onPing counts the client's pings (on in's producer, inside
 // ws.Read) and aborts a flood.
@@ -185,7 +187,7 @@ func (c *call) onPing(context.Context, []byte) bool {
 	if limit < 0 {
 		return true
 	}
-	now := time.Now().Unix()
+	now := int64(time.Since(c.born) / time.Second)
 	if c.pingWindow.Load() != now {
 		c.pingWindow.Store(now)
 		c.pings.Store(0)
@@ -355,10 +357,10 @@ func (c *call) finishModel() {
 // input.
 func (c *call) awaitQuiet(ctx context.Context) {
 	quiet := c.h.opts.FinishQuiet
-	start := time.Now().UnixNano()
+	start := int64(time.Since(c.born))
 	for {
 		last := max(c.lastReply.Load(), start)
-		wait := quiet - time.Duration(time.Now().UnixNano()-last)
+		wait := quiet - (time.Since(c.born) - time.Duration(last))
 		if wait <= 0 {
 			return
 		}
@@ -402,7 +404,7 @@ func (c *call) recvModel() (handed bool) {
 			return false
 		}
 		c.touch()
-		c.lastReply.Store(time.Now().UnixNano())
+		c.lastReply.Store(int64(time.Since(c.born)))
 		if more, handed := c.pass(&c.out, o.ToClient, m); !more || handed {
 			return handed
 		}

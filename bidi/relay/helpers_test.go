@@ -25,6 +25,7 @@ type env struct {
 	h      *Handler
 	hs     *httptest.Server
 	gate   *gate
+	web    *http.Client // the WebSocket clients' (newBubbleEnv); nil: net/http's default
 }
 
 // newEnv starts biditest with model (nil: Echo) and a relay with opts
@@ -86,7 +87,7 @@ func (e *env) url() string { return "ws" + strings.TrimPrefix(e.hs.URL, "http") 
 // dial connects a client; it fails the test on error.
 func (e *env) dial(t testing.TB) *websocket.Conn {
 	t.Helper()
-	c, _, err := websocket.Dial(t.Context(), e.url(), nil)
+	c, _, err := websocket.Dial(t.Context(), e.url(), &websocket.DialOptions{HTTPClient: e.web})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func (c *call) outHalfEnded(mine, other *bool) {
 // idleTick ends the input after IdleTimeout without data either way.
 func (c *call) idleTick() {
 	idle := c.h.opts.IdleTimeout
-	since := time.Since(time.Unix(0, c.lastData.Load()))
+	since := time.Since(c.born) - time.Duration(c.lastData.Load())
 	if since < idle {
 		c.supMu.Lock()
 		if !c.over {

@@ -1,0 +1,186 @@
+package relay
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+)
+
+// The relay's timers on a testing/synctest clock (see newBubbleEnv),
+// with both kinds of model session: each limit ends the call exactly
+// when due, which no test on a real clock can tell from "about then".
+// A graceful end then gives the model FinishQuiet from the moment the
+// input ends (Finish's quiet counts from its call when the last reply
+// came before it).
+func TestTimersOnTheClock(t *testing.T) {
+	const quiet = time.Second
+	kinds := map[string]func(*bidi.Client, *Options){
+		"rotating": func(c *bidi.Client, o *Options) { o.Open = Rotating(c, nil) },
+		"plain":    plainSessions,
+	}
+	for name, kind := range kinds {
+		t.Run(name, func(t *testing.T) {
+			// IdleTimeout counts from the last data message either way:
+			// here the echo of the only message, at 4 s.
+			t.Run("idle", func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					e := newBubbleEnv(t, nil, &Options{IdleTimeout: 10 * time.Second, FinishQuiet: quiet, PingInterval: -1}, kind)
+					start := time.Now()
+					c := e.dial(t)
+					time.Sleep(4 * time.Second)
+					echo(t, c, "x")
+					_, err := readUntilClose(t, c)
+					wantClose(t, err, websocket.StatusGoingAway, "idle timeout")
+					if d := time.Since(start); d != 4*time.Second+10*time.Second+quiet {
+						t.Fatalf("closed after %v, want 15s: 4s to the last message, 10s idle, 1s quiet", d)
+					}
+				})
+			})
+			// MaxLifetime counts from the upgrade, whatever the traffic.
+			t.Run("lifetime", func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					e := newBubbleEnv(t, nil, &Options{MaxLifetime: 3 * time.Second, FinishQuiet: quiet, PingInterval: -1}, kind)
+					start := time.Now()
+					c := e.dial(t)
+					for range 2 {
+						time.Sleep(time.Second)
+						echo(t, c, "x")
+					}
+					_, err := readUntilClose(t, c)
+					wantClose(t, err, websocket.StatusGoingAway, "lifetime limit reached")
+					if d := time.Since(start); d != 3*time.Second+quiet {
+						t.Fatalf("closed after %v, want 4s: 3s of lifetime, 1s quiet", d)
+					}
+				})
+			})
+			// EndOfInput: the call closes with 1000 once the model had
+			// FinishQuiet to answer.
+			t.Run("end of input", func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					e := newBubbleEnv(t, nil, &Options{EndOfInput: endOfInput, FinishQuiet: quiet, PingInterval: -1}, kind)
+					start := time.Now()
+					c := e.dial(t)
+					echo(t, c, "x")
+					time.Sleep(2 * time.Second)
+					if err := c.Write(t.Context(), websocket.MessageText, []byte("end")); err != nil {
+						t.Fatal(err)
+					}
+					_, err := readUntilClose(t, c)
+					wantClose(t, err, websocket.StatusNormalClosure, "")
+					if d := time.Since(start); d != 2*time.Second+quiet {
+						t.Fatalf("closed after %v, want 3s: the end at 2s, 1s quiet", d)
+					}
+				})
+			})
+		})
+	}
+}
+
+// A client that answers no ping is dropped exactly PingInterval plus
+// PingTimeout after it connected; one that answers is never dropped.
+func TestPingsOnTheClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		aborted := make(chan time.Duration, 1)
+		start := time.Now()
+		testHookAbort = func(kind string) {
+			if kind == KindPingTimeout {
+				aborted <- time.Since(start)
+			}
+		}
+		defer func() { testHookAbort = nil }()
+		e := newBubbleEnv(t, nil, &Options{PingInterval: time.Second, PingTimeout: 500 * time.Millisecond, IdleTimeout: -1})
+		deaf := e.dial(t) // never reads: coder/websocket answers pings only while reading
+		listening := e.dial(t)
+		heard := make(chan string, 1) // what listening reads: reading answers the pings
+		go func() {
+			defer close(heard)
+			for {
+				_, b, err := listening.Read(t.Context())
+				if err != nil {
+					return
+				}
+				heard <- string(b)
+			}
+		}()
+		if d := <-aborted; d != 1500*time.Millisecond {
+			t.Fatalf("the deaf client was dropped after %v, want 1.5s", d)
+		}
+		if _, _, err := deaf.Read(t.Context()); err == nil || websocket.CloseStatus(err) != -1 {
+			t.Fatalf("read after the ping timeout: %v, want the connection gone without a close frame", err)
+		}
+		time.Sleep(time.Minute) // sixty pings, all answered
+		select {
+		case d := <-aborted:
+			t.Fatalf("the listening client was dropped after %v", d)
+		default:
+		}
+		if err := listening.Write(t.Context(), websocket.MessageText, []byte("still here")); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-heard; got != "still here" {
+			t.Fatalf("the listening client heard %q", got)
+		}
+		listening.Close(websocket.StatusNormalClosure, "")
+	})
+}
+
+// A model without Finish (see Finisher) has its input ended by the
+// relay itself: CloseSend comes exactly FinishQuiet after the model's
+// last reply, or after the end of input if the model was quieter.
+func TestQuietWithoutFinishOnTheClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const quiet = time.Second
+		fm := newFakeModel()
+		closedAt := make(chan time.Duration, 1)
+		start := time.Now()
+		e := newBubbleEnv(t, nil, &Options{
+			EndOfInput: endOfInput, FinishQuiet: quiet, PingInterval: -1,
+			Open: func(context.Context, *bidi.OpenInput) (Model, error) {
+				return closeSendClock{fm, func() { closedAt <- time.Since(start) }}, nil
+			},
+		})
+		c := e.dial(t)
+		if err := c.Write(t.Context(), websocket.MessageText, []byte("end")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(700 * time.Millisecond)
+		fm.replies <- bidi.Text("late answer")
+		if _, b, err := c.Read(t.Context()); err != nil || string(b) != "late answer" {
+			t.Fatalf("read %q %v", b, err)
+		}
+		if d := <-closedAt; d != 700*time.Millisecond+quiet {
+			t.Fatalf("CloseSend after %v, want 1.7s: the last reply at 0.7s, 1s quiet", d)
+		}
+		_, err := readUntilClose(t, c)
+		wantClose(t, err, websocket.StatusNormalClosure, "")
+	})
+}
+
+// closeSendClock calls at on CloseSend; the fake model then ends, as
+// SageMaker ends the container's connection when the input ends.
+type closeSendClock struct {
+	*fakeModel
+	at func()
+}
+
+func (c closeSendClock) CloseSend() error {
+	c.at()
+	c.end <- nil
+	return nil
+}
+
+// echo sends text and reads it back.
+func echo(t *testing.T, c *websocket.Conn, text string) {
+	t.Helper()
+	if err := c.Write(t.Context(), websocket.MessageText, []byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := c.Read(t.Context()); err != nil || string(b) != text {
+		t.Fatalf("echo: %q, %v", b, err)
+	}
+}

@@ -1,0 +1,73 @@
+// Package memnet is a network in memory for tests that run servers and
+// their clients in a testing/synctest bubble.
+//
+// A Listener's connections are the far ends of the net.Pipes its
+// DialContext makes. A goroutine blocked reading or writing a net.Pipe
+// waits on channels, which a bubble sees (a loopback socket's waits it
+// does not), so the bubble's clock can move past it: a test's timers,
+// pacing and quiet periods then take no real time and fire exactly when
+// due. Give a Listener to a server (net/http, biditest) and its
+// DialContext to the clients (bidi.Options.DialContext, an
+// http.Transport's), all inside the bubble.
+package memnet
+
+import (
+	"context"
+	"net"
+	"sync"
+)
+
+// A Listener accepts the connections its DialContext makes. It is safe
+// for concurrent use.
+type Listener struct {
+	conns     chan net.Conn
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// Listen returns a new Listener. Call it in the bubble that uses it.
+func Listen() *Listener {
+	return &Listener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// Accept returns the server's end of the next dial, or net.ErrClosed
+// once the Listener is closed.
+func (l *Listener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops Accept and the dials still waiting for it; the connections
+// already made stay open.
+func (l *Listener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return nil
+}
+
+// Addr returns 127.0.0.1:8443, the loopback address a test server's
+// certificate names, whatever was dialled.
+func (l *Listener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8443} }
+
+// DialContext connects to the Listener, whatever the network and
+// address: it returns the client's end of a net.Pipe once Accept has
+// taken the other. It fails with an error matching net.ErrClosed when
+// the Listener is closed, or with ctx's error when ctx ends first.
+func (l *Listener) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+	case <-ctx.Done():
+		client.Close()
+		server.Close()
+		return nil, ctx.Err()
+	}
+	client.Close()
+	server.Close()
+	return nil, &net.OpError{Op: "dial", Net: network, Err: net.ErrClosed}
+}
