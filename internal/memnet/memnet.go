@@ -1,12 +1,14 @@
 // Package memnet is a network in memory for tests that run servers and
 // their clients in a testing/synctest bubble.
 //
-// A Listener's connections are the far ends of the net.Pipes its
-// DialContext makes. A goroutine blocked reading or writing a net.Pipe
-// waits on channels, which a bubble sees (a loopback socket's waits it
-// does not), so the bubble's clock can move past it: a test's timers,
-// pacing and quiet periods then take no real time and fire exactly when
-// due. Give a Listener to a server (net/http, biditest) and its
+// A Listener's connections are pairs of buffered pipes in memory, the
+// far ends of those its DialContext makes. A goroutine blocked reading or
+// writing one waits on channels, which a bubble sees (a loopback socket's
+// waits it does not), so the bubble's clock can move past it: a test's
+// timers, pacing and quiet periods then take no real time and fire
+// exactly when due. Each direction buffers 256 KiB, as a socket would:
+// both ends may write first, and a writer whose peer stops reading waits
+// once the buffer is full (or until its write deadline). Give a Listener to a server (net/http, biditest) and its
 // DialContext to the clients (bidi.Options.DialContext, an
 // http.Transport's), all inside the bubble.
 package memnet
@@ -53,11 +55,11 @@ func (l *Listener) Close() error {
 func (l *Listener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8443} }
 
 // DialContext connects to the Listener, whatever the network and
-// address: it returns the client's end of a net.Pipe once Accept has
+// address: it returns the client's end of a connection once Accept has
 // taken the other. It fails with an error matching net.ErrClosed when
 // the Listener is closed, or with ctx's error when ctx ends first.
 func (l *Listener) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	client, server := net.Pipe()
+	client, server := newConnPair(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 49152}, l.Addr())
 	select {
 	case l.conns <- server:
 		return client, nil

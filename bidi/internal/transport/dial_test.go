@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -159,66 +160,73 @@ func TestHealthCheck(t *testing.T) {
 			name, timeout = "answering", time.Second
 		}
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			pinged := make(chan struct{}, 1)
-			srv := newTestServer(t, serverOpts{}, func(sc *serverConn) {
-				sc.handshake()
-				h := sc.headers()
-				sc.writeHeaders(h.StreamID, 200, false)
-				pings := 0
-				for {
-					f, err := sc.readFrame()
-					if err != nil {
-						return
+			synctest.Test(t, func(t *testing.T) {
+				pinged := make(chan struct{}, 1)
+				srv := newTestServer(t, serverOpts{Mem: true}, func(sc *serverConn) {
+					sc.handshake()
+					h := sc.headers()
+					sc.writeHeaders(h.StreamID, 200, false)
+					pings := 0
+					for {
+						f, err := sc.readFrame()
+						if err != nil {
+							return
+						}
+						if f.Type != http2.FramePing || f.Ack {
+							continue
+						}
+						select {
+						case pinged <- struct{}{}:
+						default:
+						}
+						if !answer {
+							continue
+						}
+						sc.write(func() error { return sc.fr.WritePing(true, f.Ping) })
+						if pings++; pings == 2 {
+							sc.writeData(h.StreamID, true, []byte("alive"))
+						}
 					}
-					if f.Type != http2.FramePing || f.Ack {
-						continue
+				})
+				cfg := testConfig(nil)
+				cfg.PingInterval, cfg.PingTimeout = interval, timeout
+				cfg.DialContext = srv.dial
+				tr := newTransport(t, cfg)
+				ctx := testCtx(t)
+				st, err := tr.NewStream(ctx, srv.url, nil, newBody(10))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := st.Response(ctx); err != nil {
+					t.Fatal(err)
+				}
+				last := time.Now()
+				b, err := readAll(st)
+				elapsed := time.Since(last)
+				select {
+				case <-pinged:
+				default:
+					t.Errorf("the server saw no PING")
+				}
+				if answer {
+					if err != io.EOF || string(b) != "alive" {
+						t.Fatalf("read %q, %v from a server that answers PINGs", b, err)
 					}
-					select {
-					case pinged <- struct{}{}:
-					default:
+					if elapsed != 2*interval {
+						t.Fatalf("the answer after %v, want %v: two PINGs answered, then the DATA", elapsed, 2*interval)
 					}
-					if !answer {
-						continue
-					}
-					sc.write(func() error { return sc.fr.WritePing(true, f.Ping) })
-					if pings++; pings == 2 {
-						sc.writeData(h.StreamID, true, []byte("alive"))
-					}
+					return
+				}
+				var ce *ConnError
+				if !errors.Is(err, ErrDeadPeer) || !errors.As(err, &ce) {
+					t.Fatalf("Read = %v, want a *ConnError matching ErrDeadPeer", err)
+				}
+				// On the bubble's clock: the PING after PingInterval of
+				// silence, the verdict PingTimeout later.
+				if elapsed != interval+timeout {
+					t.Fatalf("ErrDeadPeer after %v, want PingInterval+PingTimeout %v", elapsed, interval+timeout)
 				}
 			})
-			cfg := testConfig(nil)
-			cfg.PingInterval, cfg.PingTimeout = interval, timeout
-			tr := newTransport(t, cfg)
-			ctx := testCtx(t)
-			st, err := tr.NewStream(ctx, srv.url, nil, newBody(10))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := st.Response(ctx); err != nil {
-				t.Fatal(err)
-			}
-			last := time.Now()
-			b, err := readAll(st)
-			elapsed := time.Since(last)
-			select {
-			case <-pinged:
-			default:
-				t.Errorf("the server saw no PING")
-			}
-			if answer {
-				if err != io.EOF || string(b) != "alive" {
-					t.Fatalf("read %q, %v from a server that answers PINGs", b, err)
-				}
-				return
-			}
-			var ce *ConnError
-			if !errors.Is(err, ErrDeadPeer) || !errors.As(err, &ce) {
-				t.Fatalf("Read = %v, want a *ConnError matching ErrDeadPeer", err)
-			}
-			// Bounded by the test's context; the time is logged, not
-			// judged (a loaded machine stretches it).
-			t.Logf("ErrDeadPeer after %v (PingInterval+PingTimeout %v)", elapsed, interval+timeout)
 		})
 	}
 }

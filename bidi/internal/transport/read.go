@@ -93,7 +93,13 @@ func (cc *conn) handle(f http2.Frame) error {
 		if f.IsAck() {
 			cc.mu.Lock()
 			if cc.pingPending && f.Data == cc.pingData {
+				// The next check is due PingInterval after this read,
+				// not when the timeout would have been (later, when
+				// PingTimeout is the longer): the health check's bound
+				// on a dead peer stays PingInterval + PingTimeout after
+				// the last frame read.
 				cc.pingPending = false
+				cc.pingTimer.Reset(cc.t.cfg.PingInterval)
 			}
 			cc.mu.Unlock()
 			return nil

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/loopbackcert"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/memnet"
 )
 
 // This file is the test harness: a scriptable raw HTTP/2 server on
@@ -45,6 +46,15 @@ type serverOpts struct {
 	// RequireClientCert makes the TLS server require a client
 	// certificate (TLS only).
 	RequireClientCert bool
+	// Mem listens on a memnet.Listener instead of loopback, for a test
+	// in a testing/synctest bubble: the client dials it with the
+	// server's dial (Config.DialContext).
+	Mem bool
+}
+
+// dial is the Config.DialContext of a client of a server with Mem set.
+func (s *testServer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return s.ln.(*memnet.Listener).DialContext(ctx, network, addr)
 }
 
 // testServer accepts connections on loopback and runs script on each, in
@@ -66,13 +76,18 @@ type testServer struct {
 
 func newTestServer(t *testing.T, opts serverOpts, script func(*serverConn)) *testServer {
 	t.Helper()
-	lc := net.ListenConfig{}
-	if opts.SmallBuffers {
-		lc.Control = smallBuffers
-	}
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ln net.Listener
+	if opts.Mem {
+		ln = memnet.Listen()
+	} else {
+		lc := net.ListenConfig{}
+		if opts.SmallBuffers {
+			lc.Control = smallBuffers
+		}
+		var err error
+		if ln, err = lc.Listen(context.Background(), "tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	scheme := "http"
 	if opts.TLS {
