@@ -19,11 +19,13 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/memnet"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
 
@@ -97,10 +99,26 @@ func TestHandshakeTimeout(t *testing.T) {
 // An HTTP/2 connection that never opens a stream is closed after
 // IdleTimeout.
 func TestIdleTimeout(t *testing.T) {
-	s := newTestServer(t, Echo(), func(s *Server) { s.IdleTimeout = 50 * time.Millisecond })
-	c := dialH2(t, s)
-	defer c.Close()
-	expectClosedByServer(t, c)
+	// On a synctest clock over memnet: net/http closes the connection a
+	// second after its GOAWAY, which takes no real time then.
+	synctest.Test(t, func(t *testing.T) {
+		l := memnet.Listen()
+		s := newTestServer(t, Echo(), func(s *Server) {
+			s.IdleTimeout = 50 * time.Millisecond
+			s.Listener = l
+		})
+		raw, err := l.DialContext(t.Context(), "tcp", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := handshakeH2(t, s, raw)
+		defer c.Close()
+		start := time.Now()
+		expectClosedByServer(t, c)
+		if d := time.Since(start); d < 50*time.Millisecond {
+			t.Fatalf("closed after %v, before the idle timeout", d)
+		}
+	})
 }
 
 // dialH2 opens a TLS connection negotiating h2 and sends the HTTP/2
@@ -113,6 +131,24 @@ func dialH2(t *testing.T, s *Server) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return prefaceH2(t, c)
+}
+
+// handshakeH2 is dialH2 over raw, a connection to s already made.
+func handshakeH2(t *testing.T, s *Server, raw net.Conn) net.Conn {
+	t.Helper()
+	pool := x509.NewCertPool()
+	pool.AddCert(s.Certificate())
+	c := tls.Client(raw, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", NextProtos: []string{"h2"}})
+	if err := c.HandshakeContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return prefaceH2(t, c)
+}
+
+// prefaceH2 sends the HTTP/2 preface and an empty SETTINGS frame on c.
+func prefaceH2(t *testing.T, c net.Conn) net.Conn {
+	t.Helper()
 	preface := "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 	settings := []byte{0, 0, 0, 0x4, 0, 0, 0, 0, 0} // length 0, type SETTINGS, no flags, stream 0
 	if _, err := c.Write(append([]byte(preface), settings...)); err != nil {
