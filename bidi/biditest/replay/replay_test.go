@@ -8,12 +8,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest/replay"
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/cassette"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/memnet"
 )
 
 const replayTimeout = 10 * time.Second
@@ -368,44 +370,54 @@ func TestReplayHTTPError(t *testing.T) {
 	}
 }
 
-// At the recorded speed, each reply comes at its recorded time after the
-// client's message, within 10 ms (loopback).
+// At the recorded speed, each reply comes at its recorded time: as long
+// after the stream's start as recorded, and no sooner after the client's
+// message than recorded. On a testing/synctest clock, with the server
+// and its client talking over memnet, exactly. handCassette records the
+// message 1 ms after the start: a client that sends at once gets every
+// reply 1 ms later after its message than recorded (the start rules); one
+// that sends 500 ms after the start gets them as long after its message
+// as recorded (the message rules).
 func TestReplayTiming(t *testing.T) {
 	const delay = 120 * time.Millisecond
-	c := handCassette(t, delay/2, delay)
-	var worst time.Duration
-	for attempt := 0; attempt < 6; attempt++ { // a loaded machine may stall a run
-		srv, _ := replay.NewServer(t, c, nil)
-		ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
-		sess, err := srv.Client().Open(ctx, &bidi.OpenInput{EndpointName: "replayed"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sent := time.Now()
-		sess.Send(ctx, bidi.Text("hi"))
-		worst = 0
-		for _, want := range []time.Duration{delay / 2, delay} {
-			if _, err := sess.Recv(ctx); err != nil {
+	for _, late := range []time.Duration{0, 500 * time.Millisecond} {
+		synctest.Test(t, func(t *testing.T) {
+			r := replay.New(handCassette(t, delay/2, delay), nil)
+			l := memnet.Listen()
+			srv := biditest.NewUnstartedServer(r)
+			srv.Listener = l
+			srv.Start()
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
+			defer cancel()
+			sess, err := srv.Client(func(o *bidi.Options) { o.DialContext = l.DialContext }).Open(ctx, &bidi.OpenInput{EndpointName: "replayed", AwaitResponse: true})
+			if err != nil {
 				t.Fatal(err)
 			}
-			off := time.Since(sent) - want
-			if off < -time.Millisecond {
-				t.Fatalf("a reply came %v early", -off)
+			defer sess.Close()
+			time.Sleep(late)
+			sent := time.Now()
+			if err := sess.Send(ctx, bidi.Text("hi")); err != nil {
+				t.Fatal(err)
 			}
-			worst = max(worst, off)
-		}
-		sess.CloseSend()
-		if _, err := sess.Recv(ctx); err != io.EOF {
-			t.Fatalf("end: %v", err)
-		}
-		sess.Close()
-		cancel()
-		if worst <= 10*time.Millisecond {
-			t.Logf("worst reply offset %v", worst)
-			return
-		}
+			for _, recorded := range []time.Duration{delay / 2, delay} {
+				if _, err := sess.Recv(ctx); err != nil {
+					t.Fatal(err)
+				}
+				want := max(time.Millisecond+recorded-late, recorded)
+				if got := time.Since(sent); got != want {
+					t.Fatalf("sent %v after the start: a reply came %v after the message, want %v", late, got, want)
+				}
+			}
+			sess.CloseSend()
+			if _, err := sess.Recv(ctx); err != io.EOF {
+				t.Fatalf("end: %v", err)
+			}
+			if err := r.Err(); err != nil {
+				t.Error(err)
+			}
+		})
 	}
-	t.Errorf("replies up to %v late, want within 10ms", worst)
 }
 
 // Server.Record records the length of the padding each client part
