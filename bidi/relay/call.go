@@ -298,7 +298,9 @@ func (c *call) readClient() (handed bool) {
 			putBuf(data)
 			c.endInput(websocket.StatusNormalClosure, "", KindEndOfInput)
 			// The status decided here is a placeholder: the model's
-			// end gives the close code (see recvModel).
+			// end gives the close code (see recvModel). FinishTimeout
+			// bounds this graceful end as it does the others.
+			c.startFinish()
 			continue
 		}
 		// The read buffer is pooled: it goes back to the pool once the

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 )
 
 // The relay's timers on a testing/synctest clock (see newBubbleEnv),
@@ -172,6 +174,90 @@ func (c closeSendClock) CloseSend() error {
 	c.at()
 	c.end <- nil
 	return nil
+}
+
+// FinishTimeout bounds a graceful end: a model that never ends after
+// the end of input is cut off exactly FinishTimeout after it, with 1001.
+func TestFinishTimeoutOnTheClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fm := newFakeModel() // never ends unless told
+		e := newBubbleEnv(t, nil, &Options{
+			EndOfInput: endOfInput, FinishQuiet: time.Second, FinishTimeout: 5 * time.Second, PingInterval: -1,
+			Open: func(context.Context, *bidi.OpenInput) (Model, error) { return fm, nil },
+		})
+		c := e.dial(t)
+		time.Sleep(time.Second)
+		start := time.Now()
+		if err := c.Write(t.Context(), websocket.MessageText, []byte("end")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := readUntilClose(t, c)
+		wantClose(t, err, websocket.StatusGoingAway, "going away")
+		if d := time.Since(start); d != 5*time.Second {
+			t.Fatalf("closed %v after the end of input, want FinishTimeout, 5s", d)
+		}
+	})
+}
+
+// OpenTimeout bounds the model's open: a model that never answers is
+// given up exactly OpenTimeout after the request, and the client told
+// with 1013 after the upgrade, or, with RefuseWithHTTPStatus, with 504
+// instead of it; the handler holds nothing after.
+func TestOpenTimeoutOnTheClock(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			e := newBubbleEnv(t, biditest.HandlerFunc(func(st *biditest.Stream) {
+				<-st.Context().Done() // never answers
+			}), &Options{OpenTimeout: 3 * time.Second, PingInterval: -1, RefuseWithHTTPStatus: refuse}, plainSessions)
+			start := time.Now()
+			c, resp, err := websocket.Dial(t.Context(), e.url(), &websocket.DialOptions{HTTPClient: e.web})
+			if d := time.Since(start); d != 3*time.Second {
+				t.Fatalf("answered after %v, want OpenTimeout, 3s", d)
+			}
+			if refuse {
+				if err == nil || resp == nil || resp.StatusCode != http.StatusGatewayTimeout {
+					t.Fatalf("dial: %v, %v; want 504", err, resp)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err := readUntilClose(t, c)
+				wantClose(t, err, websocket.StatusTryAgainLater, "model open timed out")
+			}
+			synctest.Wait()
+			if n := e.h.Active(); n != 0 {
+				t.Fatalf("%d calls active after the refusal", n)
+			}
+		})
+	}
+}
+
+// MaxPingsPerSecond counts a client's pings per second of the call: as
+// many as allowed in every second for a minute are fine, one more
+// within a second closes the call with 1008.
+func TestPingFloodOnTheClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newBubbleEnv(t, nil, &Options{MaxPingsPerSecond: 3, PingInterval: -1, IdleTimeout: -1})
+		c := e.dial(t)
+		errc := make(chan error, 1)
+		go func() { _, err := readUntilClose(t, c); errc <- err }() // reading takes the pongs
+		start := time.Now()
+		for s := range 60 {
+			for range 3 {
+				if err := c.Ping(t.Context()); err != nil {
+					t.Fatalf("ping in second %d: %v", s, err)
+				}
+			}
+			time.Sleep(time.Until(start.Add(time.Duration(s+1) * time.Second)))
+		}
+		for range 4 {
+			if c.Ping(t.Context()) != nil {
+				break
+			}
+		}
+		wantClose(t, <-errc, websocket.StatusPolicyViolation, "too many pings")
+	})
 }
 
 // echo sends text and reads it back.
