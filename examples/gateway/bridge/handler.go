@@ -62,7 +62,7 @@ func NewHandler(opts Options) (*Handler, error) {
 		client: &http.Client{
 			// One connection per check: no idle connections to outlive
 			// the gateway, and a fresh answer each time.
-			Transport:     &http.Transport{DisableKeepAlives: true},
+			Transport:     &http.Transport{DisableKeepAlives: true, DialContext: o.DialContext},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		log:      o.Logger,
@@ -246,6 +246,7 @@ func (h *Handler) dial(ctx context.Context, path, query string) (*wsframe.Conn, 
 	dctx, cancel := context.WithTimeout(ctx, h.opts.DialTimeout)
 	defer cancel()
 	conn, err := wsframe.Dial(dctx, u.String(), &wsframe.DialOptions{
+		NetDial:      h.opts.DialContext,
 		MaxFrameSize: int64(h.opts.MaxFrameSize),
 		UserAgent:    "sagemaker-bidi-gateway",
 	})

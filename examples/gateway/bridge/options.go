@@ -1,8 +1,10 @@
 package bridge
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"time"
 
@@ -83,6 +85,11 @@ type Options struct {
 	// limit (SageMakerAcceptLimit); a longer one lets a slow container
 	// pass locally that SageMaker would refuse, and the log says so.
 	DialTimeout time.Duration
+
+	// DialContext dials the container's TCP connections, for its
+	// WebSocket and its health checks. Nil means a net.Dialer. Tests set
+	// it to run a gateway and its container over connections in memory.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// CloseTimeout is how long the gateway waits for the container's close
 	// frame after sending its own, and for a close frame to be written.
