@@ -25,19 +25,9 @@ func newBubbleEnv(t *testing.T, model biditest.Handler, opts *Options, mods ...f
 		o.RetryMaxAttempts = 1
 		o.DialContext = modelNet.DialContext
 	})
-	if len(mods) > 0 {
-		var o Options
-		if opts != nil {
-			o = *opts
-		}
-		for _, m := range mods {
-			m(client, &o)
-		}
-		opts = &o
-	}
 	h, err := New(client, func(*http.Request) (*bidi.OpenInput, error) {
 		return &bidi.OpenInput{EndpointName: "ep"}, nil
-	}, opts)
+	}, withMods(client, opts, mods))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,17 +53,7 @@ func newEnvWith(t testing.TB, clientOpt func(*bidi.Options), model biditest.Hand
 			return &bidi.OpenInput{EndpointName: "ep"}, nil
 		}
 	}
-	if len(mods) > 0 {
-		var o Options
-		if opts != nil {
-			o = *opts
-		}
-		for _, m := range mods {
-			m(client, &o)
-		}
-		opts = &o
-	}
-	h, err := New(client, authorize, opts)
+	h, err := New(client, authorize, withMods(client, opts, mods))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +67,22 @@ func newEnvWith(t testing.TB, clientOpt func(*bidi.Options), model biditest.Hand
 		h.Close()
 	})
 	return e
+}
+
+// withMods returns opts (nil: the defaults) changed by mods, a copy if
+// there are any.
+func withMods(client *bidi.Client, opts *Options, mods []func(*bidi.Client, *Options)) *Options {
+	if len(mods) == 0 {
+		return opts
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	for _, m := range mods {
+		m(client, &o)
+	}
+	return &o
 }
 
 // plainSessions makes newEnv's relay open plain sessions on its client.

@@ -82,16 +82,6 @@ func TestPingsAnsweredOnTheClock(t *testing.T) {
 		sess := open(t, client, bidi.OpenInput{ModelQueryString: "mode=echo"})
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
-		for i := range 10 {
-			time.Sleep(time.Second)
-			if err := sess.Send(ctx, bidi.Text("tick")); err != nil {
-				t.Fatalf("send %d: %v", i, err)
-			}
-			if m, err := sess.Recv(ctx); err != nil || string(m.Data) != "tick" {
-				t.Fatalf("echo %d = %q, %v", i, m.Data, err)
-			}
-		}
-		sess.CloseSend()
-		expectEOF(t, sess)
+		ticks(t, ctx, sess, 10, time.Second)
 	})
 }

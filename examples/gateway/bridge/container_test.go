@@ -438,9 +438,15 @@ func TestPingsAnswered(t *testing.T) {
 		c.MaxMissedPongs = 5
 	})
 	sess := open(t, g.client(t), bidi.OpenInput{ModelQueryString: "mode=echo"})
-	ctx := testContext(t)
-	for i := range 10 { // 15 ping intervals
-		time.Sleep(30 * time.Millisecond)
+	ticks(t, testContext(t), sess, 10, 30*time.Millisecond) // 15 ping intervals
+}
+
+// ticks sends n ticks, pause apart, checks each one's echo, then ends the
+// session and expects its clean end.
+func ticks(t *testing.T, ctx context.Context, sess *bidi.Session, n int, pause time.Duration) {
+	t.Helper()
+	for i := range n {
+		time.Sleep(pause)
 		if err := sess.Send(ctx, bidi.Text("tick")); err != nil {
 			t.Fatalf("send %d: %v", i, err)
 		}
