@@ -50,33 +50,29 @@ func (d *deadline) set(t time.Time) {
 	d.mu.Unlock()
 }
 
-// wait blocks until woken or the deadline passes; it reports whether the
-// deadline passed (now or before).
+// wait blocks until woken, the deadline changes or it passes; it
+// reports whether the deadline passed (now or before).
 func (d *deadline) wait(woken <-chan struct{}) (expired bool) {
 	d.mu.Lock()
 	at, changed := d.at, d.changed
 	d.mu.Unlock()
-	if at.IsZero() {
-		select {
-		case <-woken:
-		case <-changed:
+	var timeout <-chan time.Time // nil, which never fires, without a deadline
+	if !at.IsZero() {
+		wait := time.Until(at)
+		if wait <= 0 {
+			return true
 		}
-		return false
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
 	}
-	wait := time.Until(at)
-	if wait <= 0 {
-		return true
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
 	select {
 	case <-woken:
-		return false
 	case <-changed:
-		return false
-	case <-t.C:
+	case <-timeout:
 		return true
 	}
+	return false
 }
 
 func (d *deadline) expired() bool {

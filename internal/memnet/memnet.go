@@ -16,20 +16,20 @@ package memnet
 import (
 	"context"
 	"net"
-	"sync"
 )
 
 // A Listener accepts the connections its DialContext makes. It is safe
 // for concurrent use.
 type Listener struct {
-	conns     chan net.Conn
-	done      chan struct{}
-	closeOnce sync.Once
+	conns  chan net.Conn
+	closed context.Context // done once Close was called
+	stop   context.CancelFunc // Close
 }
 
 // Listen returns a new Listener. Call it in the bubble that uses it.
 func Listen() *Listener {
-	return &Listener{conns: make(chan net.Conn), done: make(chan struct{})}
+	closed, stop := context.WithCancel(context.Background())
+	return &Listener{conns: make(chan net.Conn), closed: closed, stop: stop}
 }
 
 // Accept returns the server's end of the next dial, or net.ErrClosed
@@ -38,15 +38,15 @@ func (l *Listener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
 		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
+	case <-l.closed.Done():
 	}
+	return nil, net.ErrClosed
 }
 
 // Close stops Accept and the dials still waiting for it; the connections
 // already made stay open.
 func (l *Listener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
+	l.stop()
 	return nil
 }
 
@@ -63,7 +63,7 @@ func (l *Listener) DialContext(ctx context.Context, network, addr string) (net.C
 	select {
 	case l.conns <- server:
 		return client, nil
-	case <-l.done:
+	case <-l.closed.Done():
 	case <-ctx.Done():
 		client.Close()
 		server.Close()
