@@ -22,7 +22,7 @@ import (
 // for concurrent use.
 type Listener struct {
 	conns  chan net.Conn
-	closed context.Context // done once Close was called
+	closed context.Context    // done once Close was called
 	stop   context.CancelFunc // Close
 }
 
