@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -181,14 +183,32 @@ func TestCloseIdleConnections(t *testing.T) {
 }
 
 // TestIdleConnTimeout: a connection without sessions closes by itself.
+//
+// On a synctest clock, exactly: the connection's goroutines are there a
+// nanosecond before IdleConnTimeout has passed since its last stream
+// closed, and gone at it.
 func TestIdleConnTimeout(t *testing.T) {
-	srv := newServer(t, biditest.Echo())
-	c := defaultTransportClient(srv, "", func(o *bidi.Options) { o.IdleConnTimeout = 50 * time.Millisecond })
-	ctx := testCtx(t)
-	s := open(t, c, ctx)
-	roundTrip(t, s, "x")
-	s.Close()
-	waitNoEngineGoroutines(t, 5*time.Second)
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 10 * time.Second
+		srv, dial := newMemServer(t, biditest.Echo())
+		c := srv.Client(dial, func(o *bidi.Options) { o.IdleConnTimeout = idle })
+		ctx := testCtx(t)
+		s := open(t, c, ctx)
+		roundTrip(t, s, "x")
+		time.Sleep(3 * time.Second) // busy connections are not idle
+		roundTrip(t, s, "y")
+		s.Close()
+		time.Sleep(idle - time.Nanosecond)
+		synctest.Wait()
+		if len(engineGoroutines()) == 0 {
+			t.Fatal("the connection closed before it was idle for IdleConnTimeout")
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if gs := engineGoroutines(); len(gs) > 0 {
+			t.Fatalf("%d engine goroutines left after IdleConnTimeout:\n%s", len(gs), strings.Join(gs, "\n\n"))
+		}
+	})
 }
 
 // TestSharedHTTPClientTimeout: an aws.Config whose HTTP client has a
