@@ -20,8 +20,9 @@ import (
 
 // TestSilentPeers: a server that accepts TCP and never sends SETTINGS,
 // one that never answers the TLS handshake, and a proxy that never answers
-// CONNECT. The dial fails after DialTimeout with a *ConnError matching
-// context.DeadlineExceeded, not ErrNotHTTP2 (nor a bare i/o timeout).
+// CONNECT. The dial fails exactly DialTimeout after it began (on a
+// synctest clock) with a *ConnError matching context.DeadlineExceeded,
+// not ErrNotHTTP2 (nor a bare i/o timeout).
 func TestSilentPeers(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -33,29 +34,31 @@ func TestSilentPeers(t *testing.T) {
 		{"stalled proxy", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			srv := newTestServer(t, serverOpts{TLS: tc.tls}, func(sc *serverConn) {
-				io.Copy(io.Discard, sc.raw) // reads, never answers
+			synctest.Test(t, func(t *testing.T) {
+				srv := newTestServer(t, serverOpts{TLS: tc.tls, Mem: true}, func(sc *serverConn) {
+					io.Copy(io.Discard, sc.raw) // reads, never answers
+				})
+				cfg := testConfig(nil)
+				cfg.DialTimeout = 200 * time.Millisecond
+				cfg.DialContext = srv.dial
+				target := srv.url
+				if tc.proxy {
+					proxy := &url.URL{Scheme: "http", Host: srv.url.Host}
+					cfg.Proxy = func(*http.Request) (*url.URL, error) { return proxy, nil }
+					target = &url.URL{Scheme: "https", Host: "endpoint.invalid", Path: "/"}
+				}
+				tr := newTransport(t, cfg)
+				start := time.Now()
+				_, err := tr.NewStream(testCtx(t), target, nil, newBody(10))
+				elapsed := time.Since(start)
+				var ce *ConnError
+				if !errors.As(err, &ce) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotHTTP2) {
+					t.Fatalf("NewStream = %v, want a *ConnError matching context.DeadlineExceeded", err)
+				}
+				if elapsed != cfg.DialTimeout {
+					t.Errorf("failed after %v, want DialTimeout %v", elapsed, cfg.DialTimeout)
+				}
 			})
-			cfg := testConfig(nil)
-			cfg.DialTimeout = 200 * time.Millisecond
-			target := srv.url
-			if tc.proxy {
-				proxy := &url.URL{Scheme: "http", Host: srv.url.Host}
-				cfg.Proxy = func(*http.Request) (*url.URL, error) { return proxy, nil }
-				target = &url.URL{Scheme: "https", Host: "endpoint.invalid", Path: "/"}
-			}
-			tr := newTransport(t, cfg)
-			start := time.Now()
-			_, err := tr.NewStream(testCtx(t), target, nil, newBody(10))
-			elapsed := time.Since(start)
-			var ce *ConnError
-			if !errors.As(err, &ce) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotHTTP2) {
-				t.Fatalf("NewStream = %v, want a *ConnError matching context.DeadlineExceeded", err)
-			}
-			if elapsed < cfg.DialTimeout {
-				t.Errorf("failed after %v, before DialTimeout %v", elapsed, cfg.DialTimeout)
-			}
 		})
 	}
 }
