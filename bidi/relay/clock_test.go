@@ -260,6 +260,38 @@ func TestPingFloodOnTheClock(t *testing.T) {
 	})
 }
 
+// Shutdown ends the calls gracefully: each closes with 1001 once its
+// model had FinishQuiet after the shutdown began, and Shutdown returns
+// then; a dial after it is refused.
+func TestShutdownOnTheClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const quiet = time.Second
+		e := newBubbleEnv(t, nil, &Options{FinishQuiet: quiet, PingInterval: -1})
+		c := e.dial(t)
+		echo(t, c, "x")
+		time.Sleep(2 * time.Second)
+		closed := make(chan time.Duration, 1)
+		start := time.Now()
+		go func() {
+			_, err := readUntilClose(t, c)
+			wantClose(t, err, websocket.StatusGoingAway, "going away")
+			closed <- time.Since(start)
+		}()
+		if err := e.h.Shutdown(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != quiet {
+			t.Fatalf("Shutdown returned after %v, want FinishQuiet, 1s", d)
+		}
+		if d := <-closed; d != quiet {
+			t.Fatalf("the call closed %v after the shutdown began, want 1s", d)
+		}
+		if _, resp, err := websocket.Dial(t.Context(), e.url(), &websocket.DialOptions{HTTPClient: e.web}); err == nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("after Shutdown: %v", err)
+		}
+	})
+}
+
 // echo sends text and reads it back.
 func echo(t *testing.T, c *websocket.Conn, text string) {
 	t.Helper()
