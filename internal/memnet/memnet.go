@@ -8,9 +8,11 @@
 // timers, pacing and quiet periods then take no real time and fire
 // exactly when due. Each direction buffers 256 KiB, as a socket would:
 // both ends may write first, and a writer whose peer stops reading waits
-// once the buffer is full (or until its write deadline). Give a Listener to a server (net/http, biditest) and its
-// DialContext to the clients (bidi.Options.DialContext, an
-// http.Transport's), all inside the bubble.
+// once the buffer is full (or until its write deadline).
+//
+// Give a Listener to a server (net/http, biditest) and its DialContext
+// to the clients (bidi.Options.DialContext, an http.Transport's), all
+// inside the bubble.
 package memnet
 
 import (

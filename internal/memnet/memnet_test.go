@@ -72,6 +72,71 @@ func TestClosedAndCancelled(t *testing.T) {
 	})
 }
 
+// Both ends may write first (up to the buffer) without a reader; a
+// writer whose peer stops reading waits once 256 KiB are unread, and
+// goes on as the peer reads; after Close the peer reads what was written,
+// then io.EOF, and its writes fail.
+func TestBufferedLikeASocket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := memnet.Listen()
+		defer l.Close()
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			c, _ := l.Accept()
+			accepted <- c
+		}()
+		c, err := l.DialContext(t.Context(), "tcp", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := <-accepted
+		// Both write first.
+		if _, err := c.Write([]byte("preface")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Write([]byte("settings")); err != nil {
+			t.Fatal(err)
+		}
+		// A full buffer holds the writer until the reader reads.
+		big := make([]byte, 300<<10)
+		wrote := make(chan int, 1)
+		go func() {
+			n, _ := c.Write(big)
+			wrote <- n
+		}()
+		synctest.Wait()
+		select {
+		case n := <-wrote:
+			t.Fatalf("a write of %d bytes past the 256 KiB buffer returned (%d) with nothing read", len(big), n)
+		default:
+		}
+		got, err := io.ReadAll(io.LimitReader(s, int64(len("preface")+len(big))))
+		if err != nil || len(got) != len("preface")+len(big) || string(got[:7]) != "preface" {
+			t.Fatalf("read %d bytes, %v", len(got), err)
+		}
+		if n := <-wrote; n != len(big) {
+			t.Fatalf("wrote %d of %d", n, len(big))
+		}
+		buf := make([]byte, 8)
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "settings" {
+			t.Fatalf("read %q, %v", buf, err)
+		}
+		// Close: the peer reads the rest, then io.EOF; its writes fail.
+		c.Write([]byte("last"))
+		c.Close()
+		if got, err := io.ReadAll(s); err != nil || string(got) != "last" {
+			t.Fatalf("after Close: %q, %v", got, err)
+		}
+		if _, err := s.Write([]byte("x")); err == nil {
+			t.Fatal("a write to a closed peer succeeded")
+		}
+		if _, err := c.Read(buf); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("read on the closed end: %v", err)
+		}
+		s.Close()
+	})
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
