@@ -18,20 +18,8 @@ func TestDialAcceptDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := memnet.Listen()
 		defer l.Close()
-		accepted := make(chan net.Conn, 1)
-		go func() {
-			c, err := l.Accept()
-			if err != nil {
-				t.Error(err)
-			}
-			accepted <- c
-		}()
-		c, err := l.DialContext(t.Context(), "tcp", "anywhere:1")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, s := dialAccept(t, l, "anywhere:1")
 		defer c.Close()
-		s := <-accepted
 		defer s.Close()
 		go c.Write([]byte("ping"))
 		buf := make([]byte, 4)
@@ -80,16 +68,7 @@ func TestBufferedLikeASocket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := memnet.Listen()
 		defer l.Close()
-		accepted := make(chan net.Conn, 1)
-		go func() {
-			c, _ := l.Accept()
-			accepted <- c
-		}()
-		c, err := l.DialContext(t.Context(), "tcp", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := <-accepted
+		c, s := dialAccept(t, l, "")
 		// Both write first.
 		if _, err := c.Write([]byte("preface")); err != nil {
 			t.Fatal(err)
@@ -135,6 +114,24 @@ func TestBufferedLikeASocket(t *testing.T) {
 		}
 		s.Close()
 	})
+}
+
+// dialAccept dials l at addr and returns both ends.
+func dialAccept(t *testing.T, l *memnet.Listener, addr string) (client, server net.Conn) {
+	t.Helper()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- c
+	}()
+	client, err := l.DialContext(t.Context(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, <-accepted
 }
 
 func isTimeout(err error) bool {
