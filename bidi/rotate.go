@@ -128,8 +128,8 @@ type Rotation struct {
 	// within a tenth of After (of 29 minutes when rotation by age
 	// is disabled); a stream that lasted longer, or was rotated as
 	// planned, starts the count again. Once it is exceeded, the session's
-	// terminal error is the last failure, wrapped with the number of reconnects made,. 0 means 3; a negative value
-	// means no reconnect.
+	// terminal error is the last failure, wrapped with the number of
+	// reconnects made. 0 means 3; a negative value means no reconnect.
 	MaxReconnects int
 
 	// Backoff returns how long to wait before reconnect n (1 for the
