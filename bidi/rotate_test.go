@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -464,4 +465,45 @@ func rotationSendPartKeepsMessageWhole(t *testing.T) {
 	if rs.Sent() != 2 {
 		t.Fatalf("Sent %d, want 2", rs.Sent())
 	}
+}
+
+// Reconnects in a row wait Backoff(n) each, on a synctest clock exactly:
+// streams that fail after their first message (well within a tenth of
+// 29 minutes, so in a row) are replaced 1 s, then 2 s, then 3 s after
+// the failure.
+func TestRotationBackoffOnTheClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, dial := newMemServer(t, failAfter(1, func(k int32) bool { return k <= 3 }, nil))
+		start := time.Now()
+		var at []time.Duration
+		r := &bidi.Rotation{
+			After:         -1,
+			MaxReconnects: 5,
+			ReplayWindow:  time.Minute, // a message sent to a stream as it fails reaches its successor
+			Backoff:       func(n int) time.Duration { return time.Duration(n) * time.Second },
+			OnRotate: func(ev bidi.RotationEvent) {
+				if ev.Reason != bidi.RotationEarlyEnd {
+					t.Errorf("rotation %+v, want an early end", ev)
+				}
+				at = append(at, time.Since(start))
+			},
+		}
+		ctx := testCtx(t)
+		rs, err := srv.Client(dial).OpenRotating(ctx, &bidi.OpenInput{EndpointName: "e"}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Close()
+		for i := range 5 {
+			if err := rs.Send(ctx, bidi.Text("x")); err != nil {
+				t.Fatalf("Send %d: %v", i, err)
+			}
+			if m, err := rs.Recv(ctx); err != nil || string(m.Data) != "x" {
+				t.Fatalf("Recv %d: %q, %v", i, m.Data, err)
+			}
+		}
+		if want := []time.Duration{time.Second, 3 * time.Second, 6 * time.Second}; !slices.Equal(at, want) {
+			t.Fatalf("streams replaced at %v, want %v", at, want)
+		}
+	})
 }
