@@ -23,18 +23,15 @@ import (
 // the container's WebSocket when the client's input ends may drop replies
 // still on their way, which is what Finish avoids.
 func (s *Session) Finish(ctx context.Context, quiet time.Duration) error {
-	start := monotonic()
+	start := int64(time.Since(s.born))
 	for {
 		select {
 		case <-s.state.over:
 			return s.finishResult(ctx)
 		default:
 		}
-		last := start
-		if l := s.lastRecv.Load(); l != 0 && l > last { // 0: no part yet
-			last = l
-		}
-		wait := quiet - time.Duration(monotonic()-last)
+		last := max(s.lastRecv.Load(), start)
+		wait := quiet - (time.Since(s.born) - time.Duration(last))
 		if wait <= 0 {
 			break
 		}
@@ -79,14 +76,6 @@ func finishError(err error) error {
 	}
 	return err
 }
-
-// monoEpoch anchors monotonic.
-var monoEpoch = time.Now()
-
-// monotonic returns nanoseconds on the monotonic clock, from monoEpoch.
-// Only differences mean anything: in a testing/synctest bubble, whose
-// clock is not the process's, the values are below zero.
-func monotonic() int64 { return int64(time.Since(monoEpoch)) }
 
 // WebSocket close codes SageMaker reports as a ModelStreamError's
 // ErrorCode when the model's container closes its connection (listed on

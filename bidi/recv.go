@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/aws/smithy-go/logging"
 
@@ -321,7 +322,7 @@ func (s *Session) decode(a *attempt) (recvItem, error) {
 			if a.dec.Discarded() > 0 {
 				it.oversize, it.size, it.data = true, 0, nil
 			}
-			s.lastRecv.Store(monotonic())
+			s.lastRecv.Store(int64(time.Since(s.born)))
 			s.obs.received(it.size)
 			return it, nil
 		case wire.KindException:

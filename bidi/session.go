@@ -91,7 +91,8 @@ type Session struct {
 	c     *Client
 	opts  *Options
 	input OpenInput
-	url   *url.URL // shared with the client and its other sessions: read-only
+	url   *url.URL  // shared with the client and its other sessions: read-only
+	born  time.Time // when newSession made the session, with its monotonic clock reading (see lastRecv)
 
 	// ctx is the session's lifetime, derived from Open's context; every
 	// HTTP attempt's context derives from it. It is cancelled, with the
@@ -135,7 +136,7 @@ type Session struct {
 	recvWake   chan struct{}
 	asm        reassembler  // in the session itself: Recv checks it for every message
 	partBuf    []byte       // RecvPart's small parts, valid until the next call
-	lastRecv   atomic.Int64 // monotonic time of the last part decoded; 0 before the first
+	lastRecv   atomic.Int64 // when the last part was decoded: nanoseconds since born, on the monotonic clock; 0 before the first
 	recvErr    error        // sticky terminal receive error
 	midMessage bool         // the last part delivered was PARTIAL
 	maxMessage int
@@ -170,6 +171,7 @@ func newSession(parent context.Context, c *Client, in *OpenInput) *Session {
 		respReady:  make(chan struct{}),
 		asm:        *newReassembler(c.options.MaxMessageSize),
 		maxMessage: c.options.MaxMessageSize,
+		born:       time.Now(),
 	}
 	if s.maxPart <= 0 {
 		s.maxPart = defaultMaxPartSize
