@@ -75,12 +75,6 @@ func (d *deadline) wait(woken <-chan struct{}) (expired bool) {
 	return false
 }
 
-func (d *deadline) expired() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return !d.at.IsZero() && !time.Now().Before(d.at)
-}
-
 // conn is one end of a connection.
 type conn struct {
 	in, out       *pipe // read from in, write to out
@@ -125,7 +119,7 @@ func (c *conn) Read(b []byte) (int, error) {
 		}
 		woken := p.changed
 		p.mu.Unlock()
-		if c.rdl.expired() || c.rdl.wait(woken) {
+		if c.rdl.wait(woken) {
 			return 0, c.opError("read", os.ErrDeadlineExceeded)
 		}
 	}
@@ -157,7 +151,7 @@ func (c *conn) Write(b []byte) (int, error) {
 		}
 		woken := p.changed
 		p.mu.Unlock()
-		if c.wdl.expired() || c.wdl.wait(woken) {
+		if c.wdl.wait(woken) {
 			return written, c.opError("write", os.ErrDeadlineExceeded)
 		}
 	}

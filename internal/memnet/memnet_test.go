@@ -100,6 +100,18 @@ func TestBufferedLikeASocket(t *testing.T) {
 		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "settings" {
 			t.Fatalf("read %q, %v", buf, err)
 		}
+		// A write deadline ends a write the peer does not read, exactly
+		// when due, with what fitted written.
+		start := time.Now()
+		c.SetWriteDeadline(start.Add(time.Second))
+		n, err := c.Write(big)
+		if !isTimeout(err) || n != 256<<10 || time.Since(start) != time.Second {
+			t.Fatalf("write past a full buffer: %d bytes, %v after %v; want 256 KiB and a timeout after 1s", n, err, time.Since(start))
+		}
+		if _, err := io.ReadFull(s, make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+		c.SetWriteDeadline(time.Time{})
 		// Close: the peer reads the rest, then io.EOF; its writes fail.
 		c.Write([]byte("last"))
 		c.Close()
@@ -111,6 +123,9 @@ func TestBufferedLikeASocket(t *testing.T) {
 		}
 		if _, err := c.Read(buf); !errors.Is(err, net.ErrClosed) {
 			t.Fatalf("read on the closed end: %v", err)
+		}
+		if _, err := c.Write(buf); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("write on the closed end: %v", err)
 		}
 		s.Close()
 	})
