@@ -272,6 +272,12 @@ func (st *Stream) bodyError(err error) error {
 	switch {
 	case st.expired.Load():
 		return fmt.Errorf("biditest: reading request body: %w", ErrMaxStreamAge)
+	case err != io.EOF && st.r.Context().Err() != nil:
+		// The client reset the stream (a Close in the middle of a
+		// Send, say) or the server is closing: the request ended where
+		// it was cut, which says nothing of the client's framing. (The
+		// request's context is cancelled before its body fails.)
+		return fmt.Errorf("biditest: reading request body: %w", err)
 	case err == io.EOF && st.verifier == nil && !st.sawEnvelope:
 		st.recordSendEnd()
 		return io.EOF // SkipVerify with bare events: no end frame to expect
