@@ -46,7 +46,8 @@ const (
 	// seed.
 	ruleChunkSignature = "chunk-signature"
 	// ruleFraming: the request body is a well-formed sequence of
-	// event-stream messages (lengths, CRCs, headers, no truncation).
+	// event-stream messages (lengths, CRCs, headers, no truncation; a
+	// client that resets its stream ends it where it was, no violation).
 	ruleFraming = "framing"
 	// ruleEvent: every inner message is a PayloadPart event with valid
 	// DataType and CompletionState values and no empty string or byte
