@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/backoff"
 )
 
 // Finish ends the request without losing the model's last answers. It
@@ -23,26 +25,11 @@ import (
 // the container's WebSocket when the client's input ends may drop replies
 // still on their way, which is what Finish avoids.
 func (s *Session) Finish(ctx context.Context, quiet time.Duration) error {
-	start := int64(time.Since(s.born))
-	for {
+	if !backoff.Quiet(ctx, s.born, &s.lastRecv, quiet, s.state.over) {
 		select {
 		case <-s.state.over:
 			return s.finishResult(ctx)
 		default:
-		}
-		last := max(s.lastRecv.Load(), start)
-		wait := quiet - (time.Since(s.born) - time.Duration(last))
-		if wait <= 0 {
-			break
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-s.state.over:
-			t.Stop()
-			return s.finishResult(ctx)
-		case <-ctx.Done():
-			t.Stop()
 			return ctx.Err()
 		}
 	}

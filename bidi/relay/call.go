@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/backoff"
 )
 
 // A call is one relayed client: a WebSocket connection and its model
@@ -336,7 +337,11 @@ func (c *call) sendOne(m bidi.Message) bool {
 }
 
 // finishModel is in's end, once toModel is closed and drained: it ends
-// the model's input gracefully.
+// the model's input gracefully. A model without Finish gets Finish's
+// promise here: its input ends once it has sent nothing for FinishQuiet
+// (counted from its last reply, or from now), unless it ended first, so
+// that replies still on their way are not lost on a platform that closes
+// the container's connection at the end of the input.
 func (c *call) finishModel() {
 	if c.ctx.Err() != nil {
 		return
@@ -347,36 +352,8 @@ func (c *call) finishModel() {
 		_ = f.Finish(ctx, c.h.opts.FinishQuiet) // its outcome reaches recvModel too
 		return
 	}
-	c.awaitQuiet(ctx)
+	backoff.Quiet(ctx, c.born, &c.lastReply, c.h.opts.FinishQuiet, c.modelDone)
 	_ = c.model.CloseSend()
-}
-
-// awaitQuiet waits until the model has sent nothing for FinishQuiet
-// (counted from its last reply, or from the call), until it ends, or
-// until ctx ends: Finish's promise for a Model without Finish, so that
-// replies still on their way when the input ends are not lost on a
-// platform that closes the container's connection at the end of the
-// input.
-func (c *call) awaitQuiet(ctx context.Context) {
-	quiet := c.h.opts.FinishQuiet
-	start := int64(time.Since(c.born))
-	for {
-		last := max(c.lastReply.Load(), start)
-		wait := quiet - (time.Since(c.born) - time.Duration(last))
-		if wait <= 0 {
-			return
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-c.modelDone:
-			t.Stop()
-			return
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-	}
 }
 
 // recvModel is out's producer: it reads the model's messages and

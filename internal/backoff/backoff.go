@@ -1,12 +1,15 @@
 // Package backoff holds the module's one backoff formula and its one
 // context-aware sleep: the engine's pool waits with them after failed
 // dials and refusals, package bidi between the attempts of an open, and
-// a RotatingSession between its reconnects.
+// a RotatingSession between its reconnects. Quiet, the same sleep
+// stretched by activity, is the wait of a graceful end (Session.Finish,
+// and the relay's for a model without Finish).
 package backoff
 
 import (
 	"context"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,4 +67,25 @@ func Sleep(ctx context.Context, d time.Duration, stop ...<-chan struct{}) bool {
 	case <-s[2]:
 	}
 	return false
+}
+
+// Quiet waits until quiet has passed with no activity, and reports
+// whether it did. Activity is *last: the time of the latest one, as a
+// duration since born (int64(time.Since(born)), stored by its owner);
+// the wait is counted from the later of it and Quiet's own call, so
+// that activity before the call does not shorten it. It stops and
+// reports false once ctx is done or done is closed, which it checks
+// before each wait and so also when quiet has already passed.
+func Quiet(ctx context.Context, born time.Time, last *atomic.Int64, quiet time.Duration, done <-chan struct{}) bool {
+	start := int64(time.Since(born))
+	for {
+		since := max(last.Load(), start)
+		wait := quiet - (time.Since(born) - time.Duration(since))
+		if !Sleep(ctx, wait, done) {
+			return false
+		}
+		if wait <= 0 {
+			return true
+		}
+	}
 }

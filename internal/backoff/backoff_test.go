@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -113,4 +114,52 @@ func TestSleepTooManyStops(t *testing.T) {
 		}
 	}()
 	Sleep(t.Context(), 0, make([]<-chan struct{}, MaxStops+1)...)
+}
+
+// TestQuiet: Quiet returns quiet after the later of its call and the
+// last activity, each activity during the wait moving its end; done or
+// ctx end it at once with false, also when quiet has already passed.
+func TestQuiet(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		born := time.Now()
+		var last atomic.Int64
+		time.Sleep(5 * time.Second) // activity long before the call does not count
+		last.Store(int64(time.Second))
+		start := time.Now()
+		if !Quiet(t.Context(), born, &last, 2*time.Second, nil) || time.Since(start) != 2*time.Second {
+			t.Fatalf("no activity: Quiet = false or returned after %v, want 2s", time.Since(start))
+		}
+
+		// Activity at +1.5 s and +3 s: quiet ends 2 s after the last.
+		go func() {
+			time.Sleep(1500 * time.Millisecond)
+			last.Store(int64(time.Since(born)))
+			time.Sleep(1500 * time.Millisecond)
+			last.Store(int64(time.Since(born)))
+		}()
+		start = time.Now()
+		if !Quiet(t.Context(), born, &last, 2*time.Second, nil) || time.Since(start) != 5*time.Second {
+			t.Fatalf("activity at 1.5s and 3s: Quiet = false or returned after %v, want 5s", time.Since(start))
+		}
+
+		done := make(chan struct{})
+		go func() {
+			time.Sleep(700 * time.Millisecond)
+			close(done)
+		}()
+		start = time.Now()
+		if Quiet(t.Context(), born, &last, 2*time.Second, done) || time.Since(start) != 700*time.Millisecond {
+			t.Fatalf("done at 0.7s: Quiet = true or returned after %v", time.Since(start))
+		}
+		if Quiet(t.Context(), born, &last, 0, done) {
+			t.Fatal("done already closed, no quiet to wait: Quiet = true")
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		start = time.Now()
+		if Quiet(ctx, born, &last, time.Hour, nil) || time.Since(start) != 300*time.Millisecond {
+			t.Fatalf("ctx ends at 0.3s: Quiet = true or returned after %v", time.Since(start))
+		}
+	})
 }
