@@ -78,6 +78,7 @@ var (
 	sndbuf   = flag.Int("sndbuf", 32<<10, "SO_SNDBUF of the relay's accepted sockets (0: the system's, which grows to MiBs on loopback)")
 	settle   = flag.Duration("settle", 30*time.Second, "how long the crowd's queues may take to fill and settle")
 	pooled   = flag.Bool("pooled-replies", true, "the relay's client receives into relay.MessageBuffer's pooled buffers (false: fresh ones, for the garbage collector)")
+	delay    = flag.Duration("model-delay", 0, "how long the echo model takes to answer each message of the round trips (0: at once, the loopback floor; a real model takes milliseconds to seconds)")
 	memLimit = flag.Int64("memlimit", 0, "the relay process's soft memory limit in `bytes` (debug.SetMemoryLimit; 0: none)")
 )
 
@@ -134,6 +135,10 @@ func (m *model) ServeBidi(st *biditest.Stream) {
 				}
 			}
 		}
+	}
+	if *delay > 0 {
+		biditest.StampedEcho(*delay, nil).ServeBidi(st)
+		return
 	}
 	biditest.Echo().ServeBidi(st)
 }
@@ -286,8 +291,8 @@ func drive() error {
 	if *rotRun > 0 {
 		return rotationRun(ctx, rp, *active, *rotRun, *speed)
 	}
-	fmt.Printf("relay child pid %d on %s; model biditest echo; %d active clients x %d frames (640 B, 20 ms apart)\n",
-		rp.cmd.Process.Pid, rp.addr, *active, *frames)
+	fmt.Printf("relay child pid %d on %s; model biditest echo (answering after %v); %d active clients x %d frames (640 B, 20 ms apart)\n",
+		rp.cmd.Process.Pid, rp.addr, *delay, *active, *frames)
 
 	// Overhead: the same paced round trips, direct and through the relay.
 	direct, err := roundTrips(ctx, *active, func(ctx context.Context) (echoer, error) { return openDirect(ctx, srv) })
@@ -302,7 +307,9 @@ func drive() error {
 	after, _ := rp.stats(true)
 	report("direct session", direct)
 	report("through the relay", relayed)
-	fmt.Printf("relay/direct: p50 %.2fx, p99 %.2fx\n", ratio(relayed, direct, 50), ratio(relayed, direct, 99))
+	fmt.Printf("relay/direct: p50 %.2fx, p99 %.2fx (model delay %v); the relay adds p50 %v, p99 %v\n",
+		ratio(relayed, direct, 50), ratio(relayed, direct, 99), *delay,
+		(pct(relayed, 50) - pct(direct, 50)).Round(time.Microsecond), (pct(relayed, 99) - pct(direct, 99)).Round(time.Microsecond))
 	sessMin := float64(*active) * float64(*frames) * 0.020 / 60
 	cpu := after.CPU - before.CPU
 	fmt.Printf("relay CPU: %v for %.2f audio session-minutes = %.3f CPU-s per session-minute (relay process, its bidi sessions included)\n",
