@@ -145,12 +145,22 @@ func (p *sendPipe) enqueue(part *wire.Part) (full <-chan struct{}, err error) {
 	size := wire.PartMessageLen(part)
 	p.mu.Lock()
 	if p.err != nil {
+		err := p.err
 		p.mu.Unlock()
-		return nil, p.err
+		return nil, err
 	}
 	if p.framed {
 		return p.enqueueFramed(part, size) // unlocks
 	}
+	return p.enqueueUnframed(part, size) // unlocks
+}
+
+// enqueueUnframed queues part, whose message is size bytes, as it is:
+// the writer signs it (see retainForReplay). p.mu is held on entry and
+// released on return. It returns as enqueue does. It is apart from
+// enqueue so that the signing path through enqueueFramed, the deepest of
+// Send, does not carry its frame (see "Stack depth" in docs/design.md).
+func (p *sendPipe) enqueueUnframed(part *wire.Part, size int) (<-chan struct{}, error) {
 	defer p.mu.Unlock()
 	if waiting := len(p.q) - p.start(p.sent); waiting > 0 && waiting+size > sendQueueBytes {
 		return p.waitLocked(), nil

@@ -285,9 +285,10 @@ func TestEncodePartAllocs(t *testing.T) {
 	s := &Session{c: c, opts: &c.options, ctx: context.Background()}
 	s.state.init(&s.pipe.mu)
 	data := make([]byte, 256)
-	s.encodePart(context.Background(), Part{Data: data, Complete: true})
+	var part wire.Part
+	s.encodePart(context.Background(), Part{Data: data, Complete: true}, &part)
 	if n := testing.AllocsPerRun(100, func() {
-		if _, err := s.encodePart(context.Background(), Part{Data: data, Type: DataTypeUTF8, Complete: true}); err != nil {
+		if err := s.encodePart(context.Background(), Part{Data: data, Type: DataTypeUTF8, Complete: true}, &part); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {
@@ -301,8 +302,8 @@ func TestEncodePartContentType(t *testing.T) {
 	c := &Client{options: Options{Padding: noPadding}}
 	s := &Session{c: c, opts: &c.options}
 	for _, data := range [][]byte{nil, {}, []byte("x")} {
-		part, err := s.encodePart(context.Background(), Part{Data: data, Complete: true})
-		if err != nil {
+		var part wire.Part
+		if err := s.encodePart(context.Background(), Part{Data: data, Complete: true}, &part); err != nil {
 			t.Fatal(err)
 		}
 		b, err := wire.AppendPartMessage(nil, &part)

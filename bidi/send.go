@@ -234,15 +234,43 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 		// alone.
 		return s.sendCause()
 	}
-	part, err := s.encodePart(ctx, p)
-	if err != nil {
+	// The part is encoded into the session's own wire.Part (the send
+	// turn's), not a local, and the wait for room is apart
+	// (sendPartWait): this frame is under every signature (see "Stack
+	// depth" in docs/design.md).
+	part := &s.part
+	if err := s.encodePart(ctx, p, part); err != nil {
 		if err == errSendOver {
 			return s.sendCause()
 		}
 		return s.interrupted(err, midMessage)
 	}
+	full, err := s.pipe.enqueue(part)
+	if err != nil || full != nil {
+		return s.sendPartWait(ctx, part, full, err, midMessage)
+	}
+	*part = wire.Part{} // the session keeps no reference to the caller's bytes
+	s.partQueued(len(p.Data))
+	return nil
+}
+
+// partQueued records a part of n bytes queued: the part is copied into
+// the queue, so a large padding buffer can go back to the pool.
+func (s *Session) partQueued(n int) {
+	s.obs.sent(n)
+	s.pad = s.pad[:0]
+	padPool.Release(&s.pad, &s.padh)
+}
+
+// sendPartWait is sendPart once the queue refused part, with err or
+// because it was full: it waits for room and queues it, or returns why
+// it cannot. It is apart from sendPart so that the fast path, which
+// goes on to sign (the deepest of Send), does not carry the frame of the
+// wait.
+func (s *Session) sendPartWait(ctx context.Context, part *wire.Part, full <-chan struct{}, err error, midMessage bool) error {
+	n := len(part.Bytes)
+	defer func() { *part = wire.Part{} }() // the session keeps no reference to the caller's bytes
 	for {
-		full, err := s.pipe.enqueue(&part)
 		switch {
 		case err != nil:
 			select {
@@ -252,11 +280,7 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 				return s.interrupted(wrapEncodeError(err), midMessage)
 			}
 		case full == nil:
-			s.obs.sent(len(p.Data))
-			// The part is copied into the queue: a large padding buffer
-			// can go back to the pool.
-			s.pad = s.pad[:0]
-			padPool.Release(&s.pad, &s.padh)
+			s.partQueued(n)
 			return nil
 		}
 		if !s.stallMark.waited {
@@ -274,6 +298,7 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 		case <-s.ctx.Done():
 			return s.sendCause()
 		}
+		full, err = s.pipe.enqueue(part)
 	}
 }
 
@@ -376,12 +401,12 @@ func wrapEncodeError(err error) error {
 	return fmt.Errorf("bidi: encoding part: %w", err)
 }
 
-// encodePart returns the PayloadPart for p: DataType, CompletionState and
-// padding (in s.pad), p.Data as payload. It allocates nothing once the
+// encodePart sets *dst to the PayloadPart for p: DataType,
+// CompletionState and padding (in s.pad), p.Data as payload. It allocates nothing once the
 // session's padding buffer has grown. A wait for the client's shared
 // padding source ends with ctx's error, or with errSendOver when the
 // session or its send side ends first.
-func (s *Session) encodePart(ctx context.Context, p Part) (wire.Part, error) {
+func (s *Session) encodePart(ctx context.Context, p Part, dst *wire.Part) error {
 	dt, cs := wire.DataTypeBinary, wire.CompletionPartial
 	if p.Type == DataTypeUTF8 {
 		dt = wire.DataTypeUTF8
@@ -400,11 +425,12 @@ func (s *Session) encodePart(ctx context.Context, p Part) (wire.Part, error) {
 		}
 		s.pad, err = fillPadding(ctx, s.pad[:0], n, s.padSrc)
 		if err != nil {
-			return wire.Part{}, err
+			return err
 		}
 		pad = s.pad
 	}
-	return wire.Part{Bytes: p.Data, DataType: dt, CompletionState: cs, Padding: pad}, nil
+	*dst = wire.Part{Bytes: p.Data, DataType: dt, CompletionState: cs, Padding: pad}
+	return nil
 }
 
 // paddingSource returns session s's source of padding bytes: for

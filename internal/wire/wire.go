@@ -296,21 +296,26 @@ func AppendPartMessage(dst []byte, p *Part) ([]byte, error) {
 // appends for p, when p can be encoded (AppendPartMessage says when it
 // cannot).
 func PartMessageLen(p *Part) int {
-	// A string header is its name's length, the name, the type, the
-	// value's length (2 bytes) and the value.
-	n := eventstream.Overhead + len(p.Bytes)
-	for _, h := range [...]struct {
-		name  string
-		value []byte
-	}{{DataTypeHeader, p.DataType}, {CompletionStateHeader, p.CompletionState}, {PaddingHeader, p.Padding}} {
-		if len(h.value) > 0 {
-			n += 1 + len(h.name) + 1 + 2 + len(h.value)
-		}
-	}
+	n := eventstream.Overhead + len(p.Bytes) +
+		stringHeaderLen(DataTypeHeader, p.DataType) +
+		stringHeaderLen(CompletionStateHeader, p.CompletionState) +
+		stringHeaderLen(PaddingHeader, p.Padding)
 	if len(p.Bytes) == 0 {
 		return n + len(partTrailerNoPayload)
 	}
 	return n + len(partTrailer)
+}
+
+// stringHeaderLen returns the encoded length of a string header named
+// name with value v, or 0 when v is empty (such a header is not sent):
+// its name's length, the name, the type, the value's length (2 bytes)
+// and the value. It takes no array of headers, so that PartMessageLen,
+// on Send's signing path, adds nothing to its caller's stack frame.
+func stringHeaderLen(name string, v []byte) int {
+	if len(v) == 0 {
+		return 0
+	}
+	return 1 + len(name) + 1 + 2 + len(v)
 }
 
 // partHeaders returns, in hb, the headers of p that vary (DataType,
