@@ -251,10 +251,10 @@ func (c *chain) setPrefix(t time.Time) {
 	t = t.UTC()
 	s := append(c.sts[:0], stsAlgorithm...)
 	s = append(s, '\n')
-	s = t.AppendFormat(s, "20060102T150405Z")
+	s = appendAmzDate(s, t, true)
 	s = append(s, '\n')
 	dayStart := len(s)
-	s = t.AppendFormat(s, "20060102")
+	s = appendAmzDate(s, t, false)
 	if day := s[dayStart:]; len(c.day) == 0 || !bytes.Equal(day, c.day) {
 		c.setKey(day)
 	}
@@ -271,6 +271,52 @@ func (c *chain) setPrefix(t time.Time) {
 	restore(c.inner, c.innerPad)
 	c.inner.Write(s[:c.startLen])
 	c.innerStart = snapshot(c.innerStart[:0], c.inner)
+}
+
+// appendAmzDate appends t, a UTC time, as SigV4 writes one
+// ("20060102T150405Z"), or its date alone ("20060102") when withTime is
+// false. It takes t apart with Date and Clock rather than AppendFormat,
+// whose frames (about 700 bytes) would lie once a second under the
+// deepest call of a Send (see "Stack depth" in docs/design.md). A year
+// outside 0–9999 is left to AppendFormat.
+func appendAmzDate(b []byte, t time.Time, withTime bool) []byte {
+	y, m, d := t.Date()
+	if y < 0 || y > 9999 {
+		return appendAmzDateSlow(b, t, withTime)
+	}
+	b = appendDigits(b, y, 4)
+	b = appendDigits(b, int(m), 2)
+	b = appendDigits(b, d, 2)
+	if !withTime {
+		return b
+	}
+	h, mi, sec := t.Clock()
+	b = append(b, 'T')
+	b = appendDigits(b, h, 2)
+	b = appendDigits(b, mi, 2)
+	b = appendDigits(b, sec, 2)
+	return append(b, 'Z')
+}
+
+//go:noinline
+func appendAmzDateSlow(b []byte, t time.Time, withTime bool) []byte {
+	if withTime {
+		return t.AppendFormat(b, "20060102T150405Z")
+	}
+	return t.AppendFormat(b, "20060102")
+}
+
+// appendDigits appends the n lowest decimal digits of v ≥ 0.
+func appendDigits(b []byte, v, n int) []byte {
+	start := len(b)
+	for range n {
+		b = append(b, '0')
+	}
+	for i := len(b) - 1; i >= start; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return b
 }
 
 func encodeDateHeader(b *[dateHeaderLen]byte, ms int64) {
