@@ -75,7 +75,7 @@ func TestSendStackDepth(t *testing.T) {
 		defer s.Close()
 		sessions[i] = s
 	}
-	caller, park := envInt("STACK_CALLER", 3), envInt("STACK_PARK", 14)
+	caller, park := envInt("STACK_CALLER", 3), envInt("STACK_PARK", 10)
 	frame := make([]byte, 640)
 	group := func(send bool) int64 {
 		release := make(chan struct{})
@@ -111,6 +111,10 @@ func TestSendStackDepth(t *testing.T) {
 		}
 		return (after - before) / n
 	}
+	// The second group reuses some of the stacks the first one's
+	// goroutines left (the runtime keeps a dead goroutine's stack for
+	// its next one), so its figure reads low by up to a KiB or so;
+	// doubled stacks still read far above the first group's.
 	without := group(false)
 	with := group(true)
 	t.Logf("stack per goroutine: %d bytes without a Send, %d with one", without, with)
