@@ -403,9 +403,9 @@ func wrapEncodeError(err error) error {
 
 // encodePart sets *dst to the PayloadPart for p: DataType,
 // CompletionState and padding (in s.pad), p.Data as payload. It
-// allocates nothing once the session's padding buffer has grown. A wait for the client's shared
-// padding source ends with ctx's error, or with errSendOver when the
-// session or its send side ends first.
+// allocates nothing once the session's padding buffer has grown. A wait
+// for the client's shared padding source ends with ctx's error, or with
+// errSendOver when the session or its send side ends first.
 func (s *Session) encodePart(ctx context.Context, p Part, dst *wire.Part) error {
 	dt, cs := wire.DataTypeBinary, wire.CompletionPartial
 	if p.Type == DataTypeUTF8 {
