@@ -204,10 +204,20 @@ func (s *Session) sendCause() error {
 
 // sendSplit sends m as parts of at most Options.MaxPartSize bytes (see
 // splitter); its last part is Complete only if complete is set. The send
-// turn is held.
+// turn is held. A message that fits one part (the usual one) goes
+// straight to sendPart, so that the splitter is not on the stack under
+// every signature (see "Stack depth" in docs/design.md).
 func (s *Session) sendSplit(ctx context.Context, m Message, complete bool) error {
-	sp := newSplitter(m, s.maxPart).withCut(s.partCut)
 	s.stallMark = stallMark{}
+	if len(m.Data) <= s.maxPart {
+		return s.sendPart(ctx, Part{Data: m.Data, Type: m.Type, Complete: complete}, false)
+	}
+	return s.sendParts(ctx, m, complete)
+}
+
+// sendParts is sendSplit for a message larger than one part.
+func (s *Session) sendParts(ctx context.Context, m Message, complete bool) error {
+	sp := newSplitter(m, s.maxPart).withCut(s.partCut)
 	first := true
 	for p, ok := sp.next(); ok; p, ok = sp.next() {
 		p.Complete = p.Complete && complete
