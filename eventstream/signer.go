@@ -3,7 +3,6 @@ package eventstream
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"hash"
 	"hash/crc32"
 	"time"
 
@@ -26,10 +25,8 @@ type SignerOptions struct {
 // Each Append method advances the chain, so envelopes must be sent in the
 // order they are produced. A Signer is not safe for concurrent use.
 type Signer struct {
-	chain  chain
-	now    func() time.Time
-	digest hash.Hash // SHA-256 of payloads over preemptChunk, made on first use
-	sum    [sha256.Size]byte
+	chain chain
+	now   func() time.Time
 
 	innerPrelude, envPrelude preludeCache
 }
@@ -175,24 +172,10 @@ func (s *Signer) seal(env []byte, now time.Time, payloadCRC uint32, hasCRC bool)
 	binary.BigEndian.PutUint32(env[len(env)-4:], crc)
 }
 
-// payloadHash returns the SHA-256 of payload. One that is larger than
-// preemptChunk is hashed a chunk per call, with a digest the signer keeps,
-// so that the garbage collector need not wait for milliseconds (10 ms for
-// 16 MiB) until the signing goroutine can be stopped.
+// payloadHash returns the SHA-256 of payload, a chunk of preemptChunk
+// bytes per call, so that the garbage collector need not wait for
+// milliseconds (10 ms for 16 MiB) until the signing goroutine can be
+// stopped.
 func (s *Signer) payloadHash(payload []byte) [sha256.Size]byte {
-	if len(payload) <= preemptChunk {
-		return sha256.Sum256(payload)
-	}
-	if s.digest == nil {
-		s.digest = sha256.New()
-	} else {
-		s.digest.Reset()
-	}
-	for len(payload) > 0 {
-		n := min(len(payload), preemptChunk)
-		s.digest.Write(payload[:n])
-		payload = payload[n:]
-	}
-	s.digest.Sum(s.sum[:0]) // into the signer's array: a local would escape
-	return s.sum
+	return s.chain.sha256Of(payload)
 }

@@ -66,15 +66,18 @@ type chain struct {
 
 	prevHex []byte // hex of the previous signature; the seed at first
 	sum     [sha256.Size]byte
+	date    [dateHeaderLen]byte // the encoded :date header being hashed
 }
 
 func newChain(secret, region, service string, seed []byte) chain {
 	c := chain{secret: secret, region: region, service: service}
-	// Room for the string to sign and the three saved SHA-256 states
-	// (108 bytes each), so that they never grow.
+	// Room for the string to sign, the three saved SHA-256 states (108
+	// bytes each) and the day of the key, so that they never grow (the
+	// first signature is no deeper than the others: no growslice).
 	c.sts = make([]byte, 0, 256+len(region)+len(service)+hex.EncodedLen(len(seed)))
-	states := make([]byte, 3*128)
+	states := make([]byte, 3*128+len("20060102"))
 	c.innerPad, c.innerStart, c.outerStart = states[0:0:128], states[128:128:256], states[256:256:384]
+	c.day = states[384:384]
 	c.prevHex = make([]byte, hex.EncodedLen(len(seed)), max(hex.EncodedLen(len(seed)), 2*sha256.Size))
 	hex.Encode(c.prevHex, seed)
 	return c
@@ -83,14 +86,31 @@ func newChain(secret, region, service string, seed []byte) chain {
 // dateHeaderHash sets h to the SHA-256 of the encoded :date header for ms
 // milliseconds since the epoch: the "header hash" of an event's string to
 // sign.
-func dateHeaderHash(ms int64, h *[sha256.Size]byte) {
+func (c *chain) dateHeaderHash(ms int64, h *[sha256.Size]byte) {
 	if sharedDate.get(ms, h) {
 		return
 	}
-	var b [dateHeaderLen]byte
-	encodeDateHeader(&b, ms)
-	*h = sha256.Sum256(b[:])
+	encodeDateHeader(&c.date, ms) // the chain's array: a local would escape into the hash
+	*h = c.sha256Of(c.date[:])
 	sharedDate.put(ms, h)
+}
+
+// sha256Of returns the SHA-256 of b, hashed preemptChunk bytes per call
+// (see preemptChunk) in the outer HMAC state, which compute restores
+// before it uses it. It is not sha256.Sum256, whose frame holds a whole
+// digest (200 bytes) and lay on the deepest path of a Send (see "Stack
+// depth" in docs/design.md).
+func (c *chain) sha256Of(b []byte) [sha256.Size]byte {
+	c.makeStates()
+	h := c.outer
+	h.Reset()
+	for len(b) > preemptChunk {
+		h.Write(b[:preemptChunk])
+		b = b[preemptChunk:]
+	}
+	h.Write(b)
+	h.Sum(c.sum[:0]) // into the chain's array: a local would escape
+	return c.sum
 }
 
 // sharedDate holds the :date header hash of the latest millisecond, for
@@ -139,7 +159,7 @@ func (c *dateHashCache) put(ms int64, h *[sha256.Size]byte) {
 // without advancing the chain.
 func (c *chain) signature(ms int64, payloadHash *[sha256.Size]byte) [sha256.Size]byte {
 	var dateHash [sha256.Size]byte
-	dateHeaderHash(ms, &dateHash)
+	c.dateHeaderHash(ms, &dateHash)
 	return c.compute(time.UnixMilli(ms), &dateHash, payloadHash)
 }
 
@@ -210,13 +230,18 @@ func restore(h hash.Hash, state []byte) {
 // prepares the HMAC states.
 func (c *chain) setKey(day []byte) {
 	c.day = append(c.day[:0], day...)
-	if c.inner == nil {
-		c.inner, c.outer = sha256.New(), sha256.New()
-	}
+	c.makeStates()
 	c.key = sigv4.SigningKey(c.secret, c.day, c.region, c.service)
 	c.setPads(c.key[:])
 	c.innerPad = snapshot(c.innerPad[:0], c.inner)
 	c.outerStart = snapshot(c.outerStart[:0], c.outer)
+}
+
+// makeStates makes the two SHA-256 states, once.
+func (c *chain) makeStates() {
+	if c.inner == nil {
+		c.inner, c.outer = sha256.New(), sha256.New()
+	}
 }
 
 // setPads resets the inner and outer states and feeds them the HMAC-SHA256

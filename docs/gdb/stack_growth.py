@@ -8,12 +8,15 @@
 #   gdb -p PID -batch -ex "py COPYSTACK=0x$addr" \
 #       -ex 'source docs/gdb/stack_growth.py'
 #
-# It detaches after 400 growths. For a test binary, start it under gdb
+# It detaches after MAX_HITS growths (400); START, when set, keeps only
+# goroutines whose start function's name contains it. For a test binary, start it under gdb
 # instead: gdb -batch -ex 'set args -test.run TestX' -ex "py
 # COPYSTACK=0x$addr" -ex 'py RUN=True' -ex 'source …' BINARY.
 import gdb
 
 GROW_TO = globals().get("GROW_TO", 8192)
+MAX_HITS = globals().get("MAX_HITS", 400)
+START = globals().get("START", "")
 seen = set()
 hits = [0]
 
@@ -35,6 +38,9 @@ class Growth(gdb.Breakpoint):
             return False
         gp = int(gdb.parse_and_eval("$rax"))
         g = gdb.Value(gp).cast(gdb.lookup_type("runtime.g").pointer()).dereference()
+        start = symbol(int(g["startpc"]))
+        if START not in start:
+            return False
         hi = int(g["stack"]["hi"])
         frames = [symbol(int(g["sched"]["pc"]))]
         bp = int(g["sched"]["bp"])
@@ -45,10 +51,10 @@ class Growth(gdb.Breakpoint):
         key = tuple(frames)
         if key not in seen:
             seen.add(key)
-            print("=== to %d bytes in %s, %d bytes in use" % (GROW_TO, symbol(int(g["startpc"])), hi - int(g["sched"]["sp"])))
+            print("=== to %d bytes in %s, %d bytes in use" % (GROW_TO, start, hi - int(g["sched"]["sp"])))
             for f in frames:
                 print("    " + f)
-        if hits[0] >= 400:
+        if hits[0] >= MAX_HITS:
             gdb.execute("detach")
         return False
 

@@ -11,6 +11,7 @@ package sigv4
 import (
 	"crypto/sha256"
 	"sync"
+	"sync/atomic"
 )
 
 // Terminator ends a SigV4 credential scope.
@@ -83,12 +84,17 @@ const cacheSize = 8
 
 var cache keyCache
 
-// keyCache holds the last cacheSize keys derived, replaced in turn. mu
-// guards every field.
+// keyCache holds the last cacheSize keys derived, replaced in turn.
+// Lookups take no lock: they read the current table, which put replaces
+// whole (copy on write) under mu. A lookup is on the first Send of every
+// session, and the sessions of a process often start together: with a
+// lock they queued on it, and the waits ran the runtime's semaphore code
+// on the deepest path of a Send (docs/design.md, "Stack depth").
 type keyCache struct {
-	mu      sync.Mutex
-	entries [cacheSize]cacheEntry
-	next    int // the entry put replaces next
+	table atomic.Pointer[[cacheSize]cacheEntry] // nil until the first put; never changed once stored
+
+	mu   sync.Mutex // serialises put
+	next int        // the entry put replaces next; guarded by mu
 }
 
 type cacheEntry struct {
@@ -98,10 +104,12 @@ type cacheEntry struct {
 }
 
 func (c *keyCache) get(secret string, day []byte, region, service string) (Key, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := range c.entries {
-		e := &c.entries[i]
+	t := c.table.Load()
+	if t == nil {
+		return Key{}, false
+	}
+	for i := range t {
+		e := &t[i]
 		if e.ok && e.day == string(day) && e.secret == secret && e.region == region && e.service == service {
 			return e.key, true
 		}
@@ -112,6 +120,11 @@ func (c *keyCache) get(secret string, day []byte, region, service string) (Key, 
 func (c *keyCache) put(secret, day, region, service string, k Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries[c.next] = cacheEntry{secret: secret, day: day, region: region, service: service, key: k, ok: true}
+	var t [cacheSize]cacheEntry
+	if old := c.table.Load(); old != nil {
+		t = *old
+	}
+	t[c.next] = cacheEntry{secret: secret, day: day, region: region, service: service, key: k, ok: true}
 	c.next = (c.next + 1) % cacheSize
+	c.table.Store(&t)
 }

@@ -72,6 +72,15 @@ func TestSigningKeyCache(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// A key derived is then served from the cache.
+	fresh := input{"fresh-secret", "20261130", "ap-south-1", "sagemaker"}
+	if _, ok := cache.get(fresh.secret, []byte(fresh.day), fresh.region, fresh.service); ok {
+		t.Fatal("a key never asked for is in the cache")
+	}
+	want := SigningKey(fresh.secret, []byte(fresh.day), fresh.region, fresh.service)
+	if k, ok := cache.get(fresh.secret, []byte(fresh.day), fresh.region, fresh.service); !ok || k != want {
+		t.Errorf("a key just derived is not served from the cache (ok %v)", ok)
+	}
 	a := SigningKey("s", []byte("20261127"), "us-east-1", "sagemaker")
 	for _, other := range []Key{
 		SigningKey("t", []byte("20261127"), "us-east-1", "sagemaker"),
