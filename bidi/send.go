@@ -244,22 +244,21 @@ func (s *Session) sendPart(ctx context.Context, p Part, midMessage bool) error {
 		// alone.
 		return s.sendCause()
 	}
-	// The part is encoded into the session's own wire.Part (the send
-	// turn's), not a local, and the wait for room is apart
+	// encodePart fills part in place (a returned wire.Part would take
+	// its size again in this frame) and the wait for room is apart
 	// (sendPartWait): this frame is under every signature (see "Stack
 	// depth" in docs/design.md).
-	part := &s.part
-	if err := s.encodePart(ctx, p, part); err != nil {
+	var part wire.Part
+	if err := s.encodePart(ctx, p, &part); err != nil {
 		if err == errSendOver {
 			return s.sendCause()
 		}
 		return s.interrupted(err, midMessage)
 	}
-	full, err := s.pipe.enqueue(part)
+	full, err := s.pipe.enqueue(&part)
 	if err != nil || full != nil {
-		return s.sendPartWait(ctx, part, full, err, midMessage)
+		return s.sendPartWait(ctx, &part, full, err, midMessage)
 	}
-	*part = wire.Part{} // the session keeps no reference to the caller's bytes
 	s.partQueued(len(p.Data))
 	return nil
 }
@@ -279,7 +278,6 @@ func (s *Session) partQueued(n int) {
 // wait.
 func (s *Session) sendPartWait(ctx context.Context, part *wire.Part, full <-chan struct{}, err error, midMessage bool) error {
 	n := len(part.Bytes)
-	defer func() { *part = wire.Part{} }() // the session keeps no reference to the caller's bytes
 	for {
 		switch {
 		case err != nil:

@@ -16,7 +16,6 @@ import (
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/internal/transport"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/backoff"
-	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
 
 // ErrStreamEnded is returned (possibly wrapped) by Send once the service
@@ -115,7 +114,6 @@ type Session struct {
 	maxPart    int
 	partCut    int       // payload of PARTIAL parts (partialCut)
 	stallMark  stallMark // what this Send saw of flow control when it first waited (flowStall)
-	part       wire.Part // the part sendPart queues, encoded by encodePart; zero between calls
 	pad        []byte
 	padh       *[]byte // pad's padPool handle, if it came from the pool
 	padSrc     padSource

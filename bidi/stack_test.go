@@ -53,7 +53,7 @@ func envInt(name string, def int) int {
 }
 
 // TestSendStackDepth: a Send from under several hundred bytes of the
-// caller's frames (four of about 190 bytes, and the goroutine's own)
+// caller's frames (three of about 190 bytes, and the goroutine's own)
 // leaves the goroutine's stack the size it is without the Send. A goroutine that then parks with a couple of KiB of frames
 // (as one reading a socket does) keeps its stack's largest size for
 // good, so a Send that grew it past 4 KiB would cost 4 KiB more per
@@ -75,7 +75,7 @@ func TestSendStackDepth(t *testing.T) {
 		defer s.Close()
 		sessions[i] = s
 	}
-	caller, park := envInt("STACK_CALLER", 4), envInt("STACK_PARK", 10)
+	caller, park := envInt("STACK_CALLER", 3), envInt("STACK_PARK", 10)
 	frame := make([]byte, 640)
 	group := func(send bool) int64 {
 		release := make(chan struct{})
