@@ -155,11 +155,13 @@ func (p *sendPipe) enqueue(part *wire.Part) (full <-chan struct{}, err error) {
 	return p.enqueueUnframed(part, size) // unlocks
 }
 
-// enqueueUnframed queues part, whose message is size bytes, as it is:
-// the writer signs it (see retainForReplay). p.mu is held on entry and
-// released on return. It returns as enqueue does. It is apart from
-// enqueue so that the signing path through enqueueFramed, the deepest of
-// Send, does not carry its frame (see "Stack depth" in docs/design.md).
+// enqueueUnframed queues part, whose message is size bytes, unsigned:
+// before the service answers, the writer signs what it takes, on the
+// current attempt's chain, and keeps it for a replay (see stopReplay).
+// p.mu is held on entry and released on return. It returns as enqueue
+// does. It is apart from enqueue so that the signing path through
+// enqueueFramed, the deepest of Send, does not carry its frame (see
+// "Stack depth" in docs/design.md).
 func (p *sendPipe) enqueueUnframed(part *wire.Part, size int) (<-chan struct{}, error) {
 	defer p.mu.Unlock()
 	if waiting := len(p.q) - p.start(p.sent); waiting > 0 && waiting+size > sendQueueBytes {

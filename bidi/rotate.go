@@ -608,9 +608,8 @@ func (rs *RotatingSession) plan(g *generation) (time.Time, RotationReason) {
 // refreshCredentials makes the client's credentials cache fetch new
 // credentials if the cached ones expire within the margin (at its end
 // included: a rotation planned by expiry runs exactly then on a
-// testing/synctest clock), so that a
-// successor is not signed with what its predecessor is rotating away
-// from.
+// testing/synctest clock), so that a successor is not signed with what
+// its predecessor is rotating away from.
 func (rs *RotatingSession) refreshCredentials(now time.Time) {
 	cache, ok := rs.c.options.Credentials.(*aws.CredentialsCache)
 	if !ok || rs.expiryMargin < 0 {

@@ -145,7 +145,7 @@ func (s *Signer) seal(env []byte, now time.Time, payloadCRC uint32, hasCRC bool)
 	const bodyStart = preludeLen + envelopeHeadersLen
 	ms := now.UnixMilli()
 	payload := env[bodyStart : len(env)-4]
-	hash := s.payloadHash(payload)
+	hash := s.chain.sha256Of(payload)
 	sig := s.chain.signature(ms, &hash)
 	s.chain.advance(&sig)
 
@@ -170,12 +170,4 @@ func (s *Signer) seal(env []byte, now time.Time, payloadCRC uint32, hasCRC bool)
 		crc = crcUpdate(0, env[:len(env)-4])
 	}
 	binary.BigEndian.PutUint32(env[len(env)-4:], crc)
-}
-
-// payloadHash returns the SHA-256 of payload, a chunk of preemptChunk
-// bytes per call, so that the garbage collector need not wait for
-// milliseconds (10 ms for 16 MiB) until the signing goroutine can be
-// stopped.
-func (s *Signer) payloadHash(payload []byte) [sha256.Size]byte {
-	return s.chain.sha256Of(payload)
 }
