@@ -176,9 +176,12 @@ func (c *conn) Close() error {
 	return nil
 }
 
+// LocalAddr and RemoteAddr return this end's address and the other's.
 func (c *conn) LocalAddr() net.Addr  { return c.local }
 func (c *conn) RemoteAddr() net.Addr { return c.remote }
 
+// SetDeadline, SetReadDeadline and SetWriteDeadline behave as net.Conn
+// says: a wait past its deadline fails with os.ErrDeadlineExceeded.
 func (c *conn) SetDeadline(t time.Time) error {
 	c.rdl.set(t)
 	c.wdl.set(t)
