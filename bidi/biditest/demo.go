@@ -36,6 +36,8 @@ type DemoOptions struct {
 //     answer are cut at random points, so events and even UTF-8 sequences
 //     straddle messages, and each piece is sent as PARTIAL…COMPLETE parts
 //     of random sizes: a client must reassemble and frame it properly.
+//     The parts of one answer are written back to back and flushed
+//     together, so several share a DATA frame.
 //   - A chat request without "stream" is answered with one chat.completion
 //     JSON message.
 //   - Other text is echoed as one part.
@@ -92,7 +94,9 @@ func DemoModel(opts *DemoOptions) Handler {
 // answer sends the demo model's reply to one message.
 func answer(st *Stream, m bidi.Message, turn int, rng *rand.Rand, o *DemoOptions) error {
 	if m.Type == bidi.DataTypeBinary {
-		return sendFragments(st, m, func(int) int { return o.FragmentSize })
+		return burst(st, func() error {
+			return bufferFragments(st, m, func(int) int { return o.FragmentSize })
+		})
 	}
 	req, ok := demomodel.ParseChatRequest(m.Data)
 	if !ok {
@@ -106,25 +110,42 @@ func answer(st *Stream, m bidi.Message, turn int, rng *rand.Rand, o *DemoOptions
 	for _, ev := range c.Events() {
 		sse = append(sse, ev...)
 	}
-	for len(sse) > 0 {
-		n := min(1+rng.IntN(o.MaxCut), len(sse))
-		piece := bidi.Message{Data: sse[:n], Type: bidi.DataTypeUTF8}
-		sse = sse[n:]
-		if err := sendFragments(st, piece, func(rest int) int { return 1 + rng.IntN(rest) }); err != nil {
-			return err
+	return burst(st, func() error {
+		for len(sse) > 0 {
+			n := min(1+rng.IntN(o.MaxCut), len(sse))
+			piece := bidi.Message{Data: sse[:n], Type: bidi.DataTypeUTF8}
+			sse = sse[n:]
+			if err := bufferFragments(st, piece, func(rest int) int { return 1 + rng.IntN(rest) }); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
-// sendFragments sends m as PARTIAL parts whose sizes size returns (given
-// the bytes left), ending with a COMPLETE part.
-func sendFragments(st *Stream, m bidi.Message, size func(rest int) int) error {
+// burst runs write, which buffers parts with st.wmu held, then flushes
+// them together, as a model that has its whole answer at once: the parts
+// keep their cuts and reach the client back to back, in as few DATA
+// frames as the response buffer and the client's window allow. (A flush
+// per part would cost net/http a goroutine and a TLS record each, most of
+// the CPU of a test that streams thousands of tiny parts.)
+func burst(st *Stream, write func() error) error {
+	st.wmu.Lock()
+	defer st.wmu.Unlock()
+	if err := write(); err != nil {
+		return err
+	}
+	return st.flushLocked()
+}
+
+// bufferFragments buffers m as PARTIAL parts whose sizes size returns
+// (given the bytes left), ending with a COMPLETE part. st.wmu is held.
+func bufferFragments(st *Stream, m bidi.Message, size func(rest int) int) error {
 	data := m.Data
 	for {
 		n := min(size(max(len(data), 1)), len(data))
 		last := n == len(data)
-		if err := st.SendPart(bidi.Part{Data: data[:n], Type: m.Type, Complete: last}); err != nil {
+		if err := st.bufferPartLocked(bidi.Part{Data: data[:n], Type: m.Type, Complete: last}); err != nil {
 			return err
 		}
 		if last {

@@ -193,6 +193,15 @@ func (st *Stream) Fail(status int, errorType string, fields map[string]any) erro
 func (st *Stream) SendPart(p bidi.Part) error {
 	st.wmu.Lock()
 	defer st.wmu.Unlock()
+	if err := st.bufferPartLocked(p); err != nil {
+		return err
+	}
+	return st.flushLocked()
+}
+
+// bufferPartLocked writes p's PayloadPart event to the response without
+// flushing it. st.wmu is held.
+func (st *Stream) bufferPartLocked(p bidi.Part) error {
 	st.part = wire.Part{Bytes: p.Data, DataType: wire.DataTypeBinary, CompletionState: wire.CompletionComplete}
 	if p.Type == bidi.DataTypeUTF8 {
 		st.part.DataType = wire.DataTypeUTF8
@@ -201,7 +210,7 @@ func (st *Stream) SendPart(p bidi.Part) error {
 		st.part.CompletionState = wire.CompletionPartial
 	}
 	st.hdrs = wire.AppendPartHeaders(st.hdrs[:0], &st.part)
-	return st.sendLocked(&eventstream.Message{Headers: st.hdrs, Payload: p.Data})
+	return st.bufferLocked(&eventstream.Message{Headers: st.hdrs, Payload: p.Data})
 }
 
 // Send sends m as one COMPLETE part.
@@ -276,7 +285,18 @@ func (st *Stream) Reset() {
 	panic(http.ErrAbortHandler)
 }
 
+// sendLocked writes m to the response and flushes it. st.wmu is held.
 func (st *Stream) sendLocked(m *eventstream.Message) error {
+	if err := st.bufferLocked(m); err != nil {
+		return err
+	}
+	return st.flushLocked()
+}
+
+// bufferLocked accepts the stream if needed and writes m to the response
+// without flushing it: net/http sends it when its buffer fills or at the
+// next flush. st.wmu is held.
+func (st *Stream) bufferLocked(m *eventstream.Message) error {
 	if err := st.acceptLocked(); err != nil {
 		return err
 	}
@@ -286,13 +306,23 @@ func (st *Stream) sendLocked(m *eventstream.Message) error {
 	}
 	st.wbuf = b
 	st.recordSent(m) // before the client can see it and answer
-	return st.writeLocked(b)
+	if _, err := st.w.Write(b); err != nil {
+		return st.writeErr("writing response", err)
+	}
+	return nil
 }
 
+// writeLocked writes b to the response and flushes it. st.wmu is held.
 func (st *Stream) writeLocked(b []byte) error {
 	if _, err := st.w.Write(b); err != nil {
 		return st.writeErr("writing response", err)
 	}
+	return st.flushLocked()
+}
+
+// flushLocked sends what the response holds as DATA frames. st.wmu is
+// held.
+func (st *Stream) flushLocked() error {
 	if err := st.rc.Flush(); err != nil {
 		return st.writeErr("flushing response", err)
 	}

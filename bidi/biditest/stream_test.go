@@ -408,3 +408,47 @@ func TestRecvVsClientGone(t *testing.T) {
 		t.Fatalf("violations: %v", v)
 	}
 }
+
+// TestDemoAnswerFlushedTogether checks that the demo model writes a
+// streamed answer's parts back to back and flushes them together: a
+// flush per part would put each in a TLS record of its own, and the
+// answer below (well over a hundred parts) would take as many writes on
+// the connection.
+func TestDemoAnswerFlushedTogether(t *testing.T) {
+	s := newTestServer(t, DemoModel(&DemoOptions{MaxCut: 4}))
+	rs := openRaw(t, s, "demo")
+	if err := rs.sendText("warm-up"); err != nil {
+		t.Fatal(err)
+	}
+	if m := rs.mustNext(); string(m.Payload) != "warm-up" {
+		t.Fatalf("echo %q", m.Payload)
+	}
+	s.mu.Lock()
+	var conn *trackedConn
+	for c := range s.conns {
+		conn = c
+	}
+	s.mu.Unlock()
+	if conn == nil {
+		t.Fatal("no connection")
+	}
+	before := conn.writes.Load()
+	if err := rs.sendText(`{"model":"demo","stream":true,"messages":[{"role":"user","content":"a longer question than most"}]}`); err != nil {
+		t.Fatal(err)
+	}
+	var answer []byte
+	parts := 0
+	for !bytes.HasSuffix(answer, []byte("data: [DONE]\n\n")) {
+		answer = append(answer, rs.mustNext().Payload...)
+		parts++
+	}
+	writes := conn.writes.Load() - before
+	if parts < 100 {
+		t.Fatalf("the answer came in %d parts: not cut finely enough to tell", parts)
+	}
+	// The answer's DATA frames go out as net/http's buffer fills (about
+	// 30 parts a write); a flush per part takes one or more writes each.
+	if writes > uint64(parts/10) {
+		t.Errorf("%d parts took %d writes on the connection", parts, writes)
+	}
+}
