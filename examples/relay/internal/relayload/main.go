@@ -156,7 +156,7 @@ func startRelay(srv *biditest.Server) (*relayProc, error) {
 	defer os.Remove(cert.Name()) // the child has read it once it listens
 	pem.Encode(cert, &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	cert.Close()
-	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String(), "-sndbuf", strconv.Itoa(*sndbuf), "-memlimit", strconv.FormatInt(*memLimit, 10), "-memprofilerate", strconv.Itoa(*memRate), "-pooled-replies=" + strconv.FormatBool(*pooled)}
+	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String(), "-sndbuf", strconv.Itoa(*sndbuf), "-memlimit", strconv.FormatInt(*memLimit, 10), "-memprofilerate", strconv.Itoa(*memRate), "-pooled-replies=" + strconv.FormatBool(*pooled), "-model-delay", delay.String()}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

@@ -52,13 +52,15 @@ func runRelay() error {
 	})
 	drops := &dropCounter{}
 	var rotations atomic.Int64
+	// The echo answers within -model-delay: a short quiet period ends an
+	// old stream soon after its last reply (its successor's replies
+	// follow it), and a call soon after its client's end of input.
+	quiet := 200*time.Millisecond + *delay
 	open := relay.Sessions(client)
 	if *rotAfter > 0 {
 		open = relay.Rotating(client, &bidi.Rotation{
-			After: *rotAfter,
-			// The echo answers at once: a short quiet period ends the old
-			// stream soon, and its successor's replies follow it.
-			FinishQuiet: 200 * time.Millisecond,
+			After:       *rotAfter,
+			FinishQuiet: quiet,
 			OnRotate:    func(bidi.RotationEvent) { rotations.Add(1) },
 		})
 	}
@@ -75,6 +77,7 @@ func runRelay() error {
 		ToModelQueueBytes:  *queue,
 		ToClientQueueBytes: *queue,
 		PingInterval:       -1,
+		FinishQuiet:        quiet,
 		MaxClients:         10000,
 		MeterProvider:      drops,
 	})
