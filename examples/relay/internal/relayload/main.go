@@ -2,7 +2,11 @@
 // on loopback, against biditest's echo model:
 //
 //   - overhead: echo round trips of paced 20 ms audio frames through the
-//     relay, beside the same through a bidi session used directly;
+//     relay, beside the same through a bidi session used directly: from
+//     this process, where the model runs too, and from the relay's
+//     process, on the relay's own client without the WebSocket in front
+//     (the like-for-like: the model in another process, as SageMaker is
+//     for both);
 //   - CPU: the relay process's CPU time per audio session-minute;
 //   - a crowd of clients that never read, flooded with replies until the
 //     relay's queue to each is at its bound (the relay's sockets get a
@@ -21,6 +25,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -232,6 +237,25 @@ func (p *relayProc) stats(gc bool) (stats, error) {
 	return s, nil
 }
 
+// directRoundTrips has the relay's process run n clients' paced round
+// trips on sessions of its own client, used directly (no WebSocket in
+// front): the session the relay uses, as an application in the relay's
+// place would.
+func (p *relayProc) directRoundTrips(n, frames int) ([]time.Duration, error) {
+	resp, err := http.Get(fmt.Sprintf("http://%s/direct?n=%d&frames=%d", p.addr, n, frames))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		return nil, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
+	}
+	var d []time.Duration
+	err = json.NewDecoder(resp.Body).Decode(&d)
+	return d, err
+}
+
 // samplePeaks polls the relay's figures every 50 ms, without a
 // collection, until the returned function is called; that returns the
 // largest of each seen.
@@ -295,21 +319,29 @@ func drive() error {
 		rp.cmd.Process.Pid, rp.addr, *delay, *active, *frames)
 
 	// Overhead: the same paced round trips, direct and through the relay.
-	direct, err := roundTrips(ctx, *active, func(ctx context.Context) (echoer, error) { return openDirect(ctx, srv) })
+	direct, err := roundTrips(ctx, *active, *frames, func(ctx context.Context) (echoer, error) { return openDirect(ctx, srv.Client()) })
 	if err != nil {
 		return fmt.Errorf("direct: %w", err)
 	}
 	before, _ := rp.stats(true)
-	relayed, err := roundTrips(ctx, *active, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
+	relayed, err := roundTrips(ctx, *active, *frames, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
 	if err != nil {
 		return fmt.Errorf("relayed: %w", err)
 	}
 	after, _ := rp.stats(true)
+	inRelay, err := rp.directRoundTrips(*active, *frames)
+	if err != nil {
+		return fmt.Errorf("direct, in the relay's process: %w", err)
+	}
 	report("direct session", direct)
+	report("direct, in the relay's process", inRelay)
 	report("through the relay", relayed)
 	fmt.Printf("relay/direct: p50 %.2fx, p99 %.2fx (model delay %v); the relay adds p50 %v, p99 %v\n",
 		ratio(relayed, direct, 50), ratio(relayed, direct, 99), *delay,
 		(pct(relayed, 50) - pct(direct, 50)).Round(time.Microsecond), (pct(relayed, 99) - pct(direct, 99)).Round(time.Microsecond))
+	fmt.Printf("relay/direct in the relay's process: p50 %.2fx, p99 %.2fx; the relay adds p50 %v, p99 %v\n",
+		ratio(relayed, inRelay, 50), ratio(relayed, inRelay, 99),
+		(pct(relayed, 50) - pct(inRelay, 50)).Round(time.Microsecond), (pct(relayed, 99) - pct(inRelay, 99)).Round(time.Microsecond))
 	sessMin := float64(*active) * float64(*frames) * 0.020 / 60
 	cpu := after.CPU - before.CPU
 	fmt.Printf("relay CPU: %v for %.2f audio session-minutes = %.3f CPU-s per session-minute (relay process, its bidi sessions included)\n",
@@ -371,7 +403,7 @@ func drive() error {
 		}
 	}
 	beforeLoaded, _ := rp.stats(false)
-	loaded, err := roundTrips(ctx, *active, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
+	loaded, err := roundTrips(ctx, *active, *frames, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
 	if err != nil {
 		return fmt.Errorf("loaded: %w", err)
 	}
@@ -381,7 +413,7 @@ func drive() error {
 	// The same round trips without the relay while the crowd is there:
 	// what the crowd costs the model and the clients' own process (they
 	// share this one, and its cores), which the relay does not cause.
-	directLoaded, err := roundTrips(ctx, *active, func(ctx context.Context) (echoer, error) { return openDirect(ctx, srv) })
+	directLoaded, err := roundTrips(ctx, *active, *frames, func(ctx context.Context) (echoer, error) { return openDirect(ctx, srv.Client()) })
 	if err != nil {
 		return fmt.Errorf("direct, loaded: %w", err)
 	}
@@ -435,8 +467,8 @@ type echoer interface {
 
 type directEcho struct{ s *bidi.Session }
 
-func openDirect(ctx context.Context, srv *biditest.Server) (echoer, error) {
-	s, err := srv.Client().Open(ctx, &bidi.OpenInput{EndpointName: "load", AwaitResponse: true})
+func openDirect(ctx context.Context, c *bidi.Client) (echoer, error) {
+	s, err := c.Open(ctx, &bidi.OpenInput{EndpointName: "load", AwaitResponse: true})
 	if err != nil {
 		return nil, err
 	}
@@ -475,7 +507,7 @@ func (w wsEcho) close() { w.c.CloseNow() }
 
 // roundTrips runs n clients, each sending a frame every 20 ms and timing
 // its echo, and returns every round trip.
-func roundTrips(ctx context.Context, n int, open func(context.Context) (echoer, error)) ([]time.Duration, error) {
+func roundTrips(ctx context.Context, n, frames int, open func(context.Context) (echoer, error)) ([]time.Duration, error) {
 	var (
 		mu   sync.Mutex
 		all  []time.Duration
@@ -493,8 +525,8 @@ func roundTrips(ctx context.Context, n int, open func(context.Context) (echoer, 
 			f := make([]byte, 640)
 			tick := time.NewTicker(20 * time.Millisecond)
 			defer tick.Stop()
-			local := make([]time.Duration, 0, *frames)
-			for i := range *frames {
+			local := make([]time.Duration, 0, frames)
+			for i := range frames {
 				<-tick.C
 				binary.LittleEndian.PutUint32(f, uint32(i))
 				t0 := time.Now()

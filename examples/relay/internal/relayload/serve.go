@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	_ "net/http/pprof" // /debug/pprof on the child's own port, for -heapprofile
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +89,20 @@ func runRelay() error {
 	mux := http.NewServeMux()
 	mux.Handle("/ws", h)
 	mux.Handle("/debug/pprof/", http.DefaultServeMux)
+	mux.HandleFunc("/direct", func(w http.ResponseWriter, r *http.Request) {
+		n, err1 := strconv.Atoi(r.URL.Query().Get("n"))
+		frames, err2 := strconv.Atoi(r.URL.Query().Get("frames"))
+		if err := cmp.Or(err1, err2); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		d, err := roundTrips(r.Context(), n, frames, func(ctx context.Context) (echoer, error) { return openDirect(ctx, client) })
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		json.NewEncoder(w).Encode(d)
+	})
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
 		// With ?gc=1, after two collections: objects in sync.Pools
 		// survive the first (as the pools' victims), and are not what
