@@ -10,8 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -52,79 +50,117 @@ func Available(t testing.TB) bool {
 	return false
 }
 
-// timeout bounds one Chromium run (its start is slow on a loaded
-// machine); a run that does not finish in time is killed with its
-// process group and tried again, up to attempts runs, as headless
-// Chromium now and then hangs at exit under load.
-const (
-	timeout  = 45 * time.Second
-	attempts = 3
-)
+// timeout bounds Chromium's start and each page load (a start is slow
+// on a loaded machine).
+const timeout = 45 * time.Second
 
-// output runs Chromium with args and returns its standard output.
-func output(t testing.TB, bin string, args []string) ([]byte, error) {
-	t.Helper()
-	var err error
-	for attempt := range attempts {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		cmd := exec.CommandContext(ctx, bin, args...)
-		ownProcessGroup(cmd)
-		cmd.WaitDelay = 5 * time.Second
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		var out []byte
-		out, err = cmd.Output()
-		killProcessGroup(cmd)
-		timedOut := ctx.Err() != nil
-		cancel()
-		if err == nil {
-			return out, nil
-		}
-		if !timedOut || attempt == attempts-1 {
-			break
-		}
-		t.Logf("chromium did not finish within %v; trying again", timeout)
-	}
-	return nil, err
-}
-
-// args are the flags of every run: headless, a profile of the test's own,
-// no sandbox (CI containers run as root), no GPU.
+// args are the flags of the browser: headless, a profile of the test's
+// own, no sandbox (CI containers run as root), no GPU, no sound.
 func args(t testing.TB) []string {
 	return []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--no-first-run", "--user-data-dir=" + t.TempDir()}
+		"--no-first-run", "--disable-extensions", "--mute-audio", "--user-data-dir=" + t.TempDir()}
 }
 
-// DumpDOM loads url, lets its scripts run for budget of virtual time
-// (timers and fetches complete within it; 0 dumps the DOM once the page
-// has loaded), and returns the DOM as HTML.
+// DumpDOM loads url in a new tab of the test's browser (started at the
+// test's first page, stopped when it ends), lets its scripts run for
+// budget of virtual time (timers and fetches complete within it; 0 dumps
+// the DOM once the page has loaded), and returns the DOM as HTML.
 func DumpDOM(t testing.TB, url string, budget time.Duration) string {
 	t.Helper()
-	bin := Path(t)
-	a := args(t)
-	if budget > 0 {
-		a = append(a, "--virtual-time-budget="+strconv.FormatInt(budget.Milliseconds(), 10))
-	}
-	a = append(a, "--dump-dom", url)
-	out, err := output(t, bin, a)
-	if err != nil {
-		t.Fatalf("chromium --dump-dom %s: %v", url, err)
-	}
-	return string(out)
+	var html string
+	withTab(t, "dumping the DOM of "+url, func(ctx context.Context, p *tab) error {
+		if err := p.load(ctx, url, budget.Milliseconds()); err != nil {
+			return err
+		}
+		var err error
+		html, err = (&Page{t: p}).Eval(ctx, "document.documentElement.outerHTML")
+		return err
+	})
+	return html
 }
 
 // Screenshot saves a 1400×900 screenshot of url, after budget of virtual
-// time, as name under the test's temp dir, and returns its path.
+// time, as name under the test's temp dir, and returns its path. It uses
+// the test's browser, as DumpDOM does.
 func Screenshot(t testing.TB, url, name string, budget time.Duration) string {
 	t.Helper()
-	bin := Path(t)
 	path := filepath.Join(t.TempDir(), name)
-	a := append(args(t), "--window-size=1400,900", "--virtual-time-budget="+strconv.FormatInt(budget.Milliseconds(), 10), "--screenshot="+path, url)
-	if _, err := output(t, bin, a); err != nil {
-		t.Fatalf("chromium --screenshot %s: %v", url, err)
-	}
-	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
-		t.Fatalf("no screenshot: %v", err)
-	}
+	withTab(t, "taking a screenshot of "+url, func(ctx context.Context, p *tab) error {
+		err := p.call(ctx, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}, nil)
+		if err != nil {
+			return err
+		}
+		if err := p.load(ctx, url, budget.Milliseconds()); err != nil {
+			return err
+		}
+		png, err := p.screenshot(ctx)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(path, png, 0o644)
+	})
 	return path
+}
+
+// A Page is a page loaded in a tab of the test's browser, for a test
+// that drives it: it evaluates scripts in it and takes screenshots of it
+// while the page runs. Its methods are called from one goroutine at a
+// time.
+type Page struct {
+	t *tab
+}
+
+// Open loads url in a new tab of the test's browser and returns it once
+// the page has loaded. The tab is closed when the test ends.
+func Open(t testing.TB, url string) *Page {
+	t.Helper()
+	b := browserFor(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	p, err := b.openTab(ctx)
+	if err != nil {
+		t.Fatalf("chromium: opening a tab for %s: %v", url, err)
+	}
+	t.Cleanup(p.close)
+	if err := p.load(ctx, url, 0); err != nil {
+		t.Fatalf("chromium: loading %s: %v", url, err)
+	}
+	return &Page{t: p}
+}
+
+// Eval evaluates the JavaScript expression expr in the page and returns
+// its value if it is a string, else "".
+func (p *Page) Eval(ctx context.Context, expr string) (string, error) {
+	var r struct {
+		Result struct {
+			Value any `json:"value"`
+		} `json:"result"`
+	}
+	if err := p.t.call(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r); err != nil {
+		return "", err
+	}
+	s, _ := r.Result.Value.(string)
+	return s, nil
+}
+
+// Screenshot returns a PNG screenshot of the page as it is now.
+func (p *Page) Screenshot(ctx context.Context) ([]byte, error) {
+	return p.t.screenshot(ctx)
+}
+
+// withTab runs f on a new tab of t's browser, within the timeout, and
+// fails t with what it was doing if f fails.
+func withTab(t testing.TB, doing string, f func(context.Context, *tab) error) {
+	t.Helper()
+	b := browserFor(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	p, err := b.openTab(ctx)
+	if err != nil {
+		t.Fatalf("chromium: opening a tab for %s: %v", doing, err)
+	}
+	defer p.close()
+	if err := f(ctx, p); err != nil {
+		t.Fatalf("chromium: %s: %v", doing, err)
+	}
 }
