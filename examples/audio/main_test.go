@@ -28,6 +28,7 @@ func runAudio(t *testing.T, args ...string) (string, time.Duration) {
 // TestRealTimeChunks streams half a second of audio at real-time pace and
 // checks that partial results come back while audio is still being sent.
 func TestRealTimeChunks(t *testing.T) {
+	t.Parallel() // paced in real time: mostly waiting
 	got, elapsed := runAudio(t, "-seconds", "0.5")
 	if elapsed < 450*time.Millisecond || elapsed > 20*time.Second {
 		t.Errorf("took %v; real-time pacing wants about 500 ms", elapsed)
@@ -140,6 +141,7 @@ func TestEveryFlagHasAnExample(t *testing.T) {
 // printed once, at its place on the call's timeline, in order; the
 // rotations and the replay are reported.
 func TestRotatingCall(t *testing.T) {
+	t.Parallel() // paced in real time: mostly waiting
 	got, _ := runAudio(t, "-seconds", "3", "-chunk-ms", "100", "-rotate-after", "1s")
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`== stream 1 -> 2 \(age\) at`),

@@ -13,6 +13,7 @@ import (
 // -record writes the session as a cassette that replays through
 // biditest: the same output from the replay as from the model.
 func TestRecord(t *testing.T) {
+	t.Parallel() // mostly waiting: the 1 s -linger of piped input
 	file := filepath.Join(t.TempDir(), "session.jsonl")
 	in := "hello\nworld\n"
 	r := runCat(t, cleanEnv(t), in, "-local", "-nl", "-record", file)
