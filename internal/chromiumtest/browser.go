@@ -29,15 +29,27 @@ type browser struct {
 
 // browsers holds each running test's browser, started at its first page
 // load and killed by the test's cleanup.
-var browsers sync.Map // testing.TB -> *browser
+var browsers sync.Map // testing.TB -> *browserSlot
+
+// A browserSlot is a test's browser once started; its mutex serialises
+// the start, so that pages the test loads from several goroutines share
+// one browser.
+type browserSlot struct {
+	mu sync.Mutex
+	b  *browser
+}
 
 var devToolsAddr = regexp.MustCompile(`DevTools listening on ws://([^/]+)/`)
 
 // browserFor returns t's browser, starting it at the first call.
 func browserFor(t testing.TB) *browser {
 	t.Helper()
-	if b, ok := browsers.Load(t); ok {
-		return b.(*browser)
+	v, _ := browsers.LoadOrStore(t, new(browserSlot))
+	slot := v.(*browserSlot)
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if slot.b != nil {
+		return slot.b
 	}
 	bin := Path(t)
 	run, stop := context.WithCancel(context.Background())
@@ -79,9 +91,8 @@ func browserFor(t testing.TB) *browser {
 		if !ok {
 			t.Fatal("chromium exited without printing its DevTools address")
 		}
-		b := &browser{cmd: cmd, host: host}
-		browsers.Store(t, b)
-		return b
+		slot.b = &browser{cmd: cmd, host: host}
+		return slot.b
 	case <-ctx.Done():
 		t.Fatalf("chromium did not print its DevTools address within %v", timeout)
 		return nil

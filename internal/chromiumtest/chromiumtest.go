@@ -93,6 +93,14 @@ func Screenshot(t testing.TB, url, name string, budget time.Duration) string {
 		if err := p.load(ctx, url, budget.Milliseconds()); err != nil {
 			return err
 		}
+		if budget > 0 {
+			// Virtual time stood still once the budget ran out, and with
+			// it, now and then, the frame a screenshot waits for: the
+			// capture hung on a loaded machine.
+			if err := p.call(ctx, "Emulation.setVirtualTimePolicy", map[string]any{"policy": "advance"}, nil); err != nil {
+				return err
+			}
+		}
 		png, err := p.screenshot(ctx)
 		if err != nil {
 			return err
