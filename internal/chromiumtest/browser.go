@@ -63,9 +63,9 @@ func browserFor(t testing.TB) *browser {
 		stop()
 		t.Fatalf("starting chromium: %v", err)
 	}
-	// The whole process group, before the profile directory (a TempDir
-	// of the test, registered earlier, so removed later) goes: helpers
-	// that outlived the browser kept writing to it.
+	// At the test's end the whole process group is killed before the
+	// profile directory (a TempDir registered earlier, so removed later)
+	// goes: helpers that outlived the browser kept writing to it.
 	t.Cleanup(func() {
 		browsers.Delete(t)
 		stop() // kills the process group
