@@ -23,7 +23,6 @@ import (
 // it, so that pages do not see each other's state. It is driven over
 // the DevTools protocol on a loopback port.
 type browser struct {
-	cmd  *exec.Cmd
 	host string // host:port of the DevTools HTTP and WebSocket endpoints
 }
 
@@ -91,7 +90,7 @@ func browserFor(t testing.TB) *browser {
 		if !ok {
 			t.Fatal("chromium exited without printing its DevTools address")
 		}
-		slot.b = &browser{cmd: cmd, host: host}
+		slot.b = &browser{host: host}
 		return slot.b
 	case <-ctx.Done():
 		t.Fatalf("chromium did not print its DevTools address within %v", timeout)
@@ -255,6 +254,21 @@ func (p *tab) load(ctx context.Context, target string, budgetMS int64) error {
 		}
 	}
 	return p.await(ctx, "Page.loadEventFired")
+}
+
+// eval evaluates the JavaScript expression expr in the tab's page and
+// returns its value if it is a string, else "".
+func (p *tab) eval(ctx context.Context, expr string) (string, error) {
+	var r struct {
+		Result struct {
+			Value any `json:"value"`
+		} `json:"result"`
+	}
+	if err := p.call(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r); err != nil {
+		return "", err
+	}
+	s, _ := r.Result.Value.(string)
+	return s, nil
 }
 
 // screenshot returns a PNG screenshot of the tab.

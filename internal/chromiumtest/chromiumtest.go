@@ -73,7 +73,7 @@ func DumpDOM(t testing.TB, url string, budget time.Duration) string {
 			return err
 		}
 		var err error
-		html, err = (&Page{t: p}).Eval(ctx, "document.documentElement.outerHTML")
+		html, err = p.eval(ctx, "document.documentElement.outerHTML")
 		return err
 	})
 	return html
@@ -122,13 +122,9 @@ type Page struct {
 // the page has loaded. The tab is closed when the test ends.
 func Open(t testing.TB, url string) *Page {
 	t.Helper()
-	b := browserFor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	p, err := b.openTab(ctx)
-	if err != nil {
-		t.Fatalf("chromium: opening a tab for %s: %v", url, err)
-	}
+	p := tabFor(ctx, t, "loading "+url)
 	t.Cleanup(p.close)
 	if err := p.load(ctx, url, 0); err != nil {
 		t.Fatalf("chromium: loading %s: %v", url, err)
@@ -139,16 +135,7 @@ func Open(t testing.TB, url string) *Page {
 // Eval evaluates the JavaScript expression expr in the page and returns
 // its value if it is a string, else "".
 func (p *Page) Eval(ctx context.Context, expr string) (string, error) {
-	var r struct {
-		Result struct {
-			Value any `json:"value"`
-		} `json:"result"`
-	}
-	if err := p.t.call(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r); err != nil {
-		return "", err
-	}
-	s, _ := r.Result.Value.(string)
-	return s, nil
+	return p.t.eval(ctx, expr)
 }
 
 // Screenshot returns a PNG screenshot of the page as it is now.
@@ -160,15 +147,22 @@ func (p *Page) Screenshot(ctx context.Context) ([]byte, error) {
 // fails t with what it was doing if f fails.
 func withTab(t testing.TB, doing string, f func(context.Context, *tab) error) {
 	t.Helper()
-	b := browserFor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	p, err := b.openTab(ctx)
-	if err != nil {
-		t.Fatalf("chromium: opening a tab for %s: %v", doing, err)
-	}
+	p := tabFor(ctx, t, doing)
 	defer p.close()
 	if err := f(ctx, p); err != nil {
 		t.Fatalf("chromium: %s: %v", doing, err)
 	}
+}
+
+// tabFor opens a new tab of t's browser, starting the browser if needed,
+// and fails t, saying what the tab was for, if it cannot.
+func tabFor(ctx context.Context, t testing.TB, doing string) *tab {
+	t.Helper()
+	p, err := browserFor(t).openTab(ctx)
+	if err != nil {
+		t.Fatalf("chromium: opening a tab for %s: %v", doing, err)
+	}
+	return p
 }
