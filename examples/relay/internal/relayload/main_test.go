@@ -2,10 +2,13 @@ package main
 
 import (
 	"flag"
+	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/testexit"
 )
 
@@ -39,5 +42,36 @@ func TestRotationRunSmall(t *testing.T) {
 	defer func() { *rotRun, *rotAfter, *queue = 0, 0, 0 }()
 	if err := drive(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The relay's /direct answers a malformed count with 400 and a model it
+// cannot reach with 502, each with the reason, and directRoundTrips
+// returns both as errors.
+func TestDirectErrors(t *testing.T) {
+	srv := biditest.NewUnstartedServer(&model{})
+	srv.Credentials = modelCredentials
+	srv.Region = modelRegion
+	srv.Start()
+	defer srv.Close()
+	rp, err := startRelay(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { rp.cmd.Process.Kill(); rp.cmd.Wait() }()
+	resp, err := http.Get("http://" + rp.addr + "/direct?n=two&frames=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("n=two: %s, want 400", resp.Status)
+	}
+	if d, err := rp.directRoundTrips(1, 1); err != nil || len(d) != 1 {
+		t.Fatalf("one round trip: %v, %v", d, err)
+	}
+	srv.Close() // the model is gone: a new session cannot open
+	if _, err := rp.directRoundTrips(1, 1); err == nil || !strings.Contains(err.Error(), "502") {
+		t.Errorf("without the model: %v, want a 502 error", err)
 	}
 }
