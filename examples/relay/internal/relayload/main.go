@@ -295,9 +295,9 @@ func statusBytes(v string) int64 {
 	return kb << 10
 }
 
-func drive() error {
-	ctx := context.Background()
-	m := &model{}
+// startModel starts m behind a biditest server that the relay's
+// credentials sign for.
+func startModel(m *model) *biditest.Server {
 	srv := biditest.NewUnstartedServer(m)
 	srv.MaxConcurrentStreams = 1000
 	// The crowd's streams may still be finishing when the hostile phase
@@ -306,6 +306,13 @@ func drive() error {
 	srv.Credentials = modelCredentials
 	srv.Region = modelRegion
 	srv.Start()
+	return srv
+}
+
+func drive() error {
+	ctx := context.Background()
+	m := &model{}
+	srv := startModel(m)
 	defer srv.Close()
 	rp, err := startRelay(srv)
 	if err != nil {

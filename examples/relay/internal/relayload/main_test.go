@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sagemaker-bidi/sagemaker-bidi/bidi/biditest"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/testexit"
 )
 
@@ -49,10 +48,7 @@ func TestRotationRunSmall(t *testing.T) {
 // cannot reach with 502, each with the reason, and directRoundTrips
 // returns both as errors.
 func TestDirectErrors(t *testing.T) {
-	srv := biditest.NewUnstartedServer(&model{})
-	srv.Credentials = modelCredentials
-	srv.Region = modelRegion
-	srv.Start()
+	srv := startModel(&model{})
 	defer srv.Close()
 	rp, err := startRelay(srv)
 	if err != nil {
