@@ -3,10 +3,10 @@ package bidi
 import (
 	"errors"
 	"io"
-	"slices"
 	"sync"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/eventstream"
+	"github.com/sagemaker-bidi/sagemaker-bidi/internal/bufpool"
 	"github.com/sagemaker-bidi/sagemaker-bidi/internal/wire"
 )
 
@@ -201,7 +201,7 @@ func (p *sendPipe) enqueueFramed(part *wire.Part, size int) (<-chan struct{}, er
 		p.q, p.qh = queuePool.Get()
 	}
 	start := len(p.q)
-	p.q = slices.Grow(p.q, envLen)
+	p.q = bufpool.Grow(p.q, envLen)
 	env := p.q[start : start+envLen]
 	signer := p.signer
 	p.filling = true

@@ -49,7 +49,7 @@ func (c *corkedConn) Write(p []byte) (int, error) {
 	if c.buf == nil {
 		c.buf, c.handle = corkPool.Get()
 	}
-	c.buf = append(c.buf, p...)
+	c.buf = append(bufpool.Grow(c.buf, len(p)), p...)
 	if len(c.buf) >= corkLimit {
 		if err := c.flushLocked(); err != nil {
 			return 0, err
