@@ -48,6 +48,10 @@ type recvBuffer struct {
 	lent   bool     // chunks[0][r:] was lent by peek and not consumed since
 }
 
+// shiftChunks is the most chunks consume moves down when it gives the
+// first one back; behind a longer list it reslices instead.
+const shiftChunks = 4
+
 func (b *recvBuffer) len() int { return b.n }
 
 func (b *recvBuffer) write(p []byte) {
@@ -114,8 +118,17 @@ func (b *recvBuffer) consume(n int) {
 			// Empty: the last chunk went back too.
 			b.chunks = b.chunks[:0]
 			b.w = 0
+		} else if len(b.chunks) <= shiftChunks {
+			// Shift the rest down rather than reslice: the slice keeps
+			// its room, so a stream passing a few chunks at a time
+			// appends without reallocating it (reslicing left one
+			// slot less each time, and about 20 bytes of garbage a
+			// reply in the relay's crowd).
+			n := copy(b.chunks, b.chunks[1:])
+			b.chunks[n] = nil
+			b.chunks = b.chunks[:n]
 		} else {
-			b.chunks = b.chunks[1:]
+			b.chunks = b.chunks[1:] // a long backlog: no copy per chunk
 		}
 		b.r = 0
 	}

@@ -282,3 +282,32 @@ func TestStreamPeekAfterReset(t *testing.T) {
 		t.Fatalf("Peek after the bytes = %q, %v; want the remote reset", p, err)
 	}
 }
+
+// TestRecvBufferKeepsChunkList: a stream that passes replies through a
+// few chunks at a time (written ahead, read behind) keeps one list of
+// chunks: the list is not reallocated as chunks go through it, and the
+// bytes come out in order.
+func TestRecvBufferKeepsChunkList(t *testing.T) {
+	var b recvBuffer
+	reply := make([]byte, 720) // a 640 B audio frame in its message
+	got := make([]byte, len(reply))
+	var list *[]byte
+	for i := range 3000 {
+		for j := range reply {
+			reply[j] = byte(i + j)
+		}
+		b.write(reply)
+		if i < 6 {
+			continue // keep about two chunks buffered
+		}
+		if n := b.read(got); n != len(got) || got[0] != byte(i-6) || got[len(got)-1] != byte(i-6+len(got)-1) {
+			t.Fatalf("reply %d: read %d bytes starting %d", i-6, n, got[0])
+		}
+		if list == nil {
+			list = &b.chunks[:1][0]
+		} else if &b.chunks[:1][0] != list {
+			t.Fatalf("reply %d: the chunk list moved (reallocated or resliced; %d chunks, room for %d)", i-6, len(b.chunks), cap(b.chunks))
+		}
+	}
+	b.release()
+}

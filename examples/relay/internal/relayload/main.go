@@ -191,6 +191,8 @@ type stats struct {
 	StackSys     uint64
 	MetaSys      uint64 // the runtime's own: spans, caches, GC metadata, profiling buckets
 	OtherSys     uint64
+	TotalAlloc   uint64 // bytes allocated since the process started
+	NumGC        uint32 // collections since the process started
 	Goroutine    int
 	Active       int
 	Drops        int64 // to the client
@@ -402,6 +404,8 @@ func drive() error {
 	fmt.Printf("  the runtime's view: heap %.1f MiB in use, %.1f MiB free and kept, %.1f MiB given back; stacks %.1f MiB reserved; its own metadata %.1f MiB, other %.1f MiB; %.1f MiB mapped in all\n",
 		mib(int64(st1.HeapInuse)), mib(int64(st1.HeapIdle-st1.HeapReleased)), mib(int64(st1.HeapReleased)),
 		mib(int64(st1.StackSys)), mib(int64(st1.MetaSys)), mib(int64(st1.OtherSys)), mib(int64(st1.Sys)))
+	fmt.Printf("  allocated while the crowd connected and filled: %.1f MiB, in %d collections (of them the two for these figures)\n",
+		mib(int64(st1.TotalAlloc-st0.TotalAlloc)), st1.NumGC-st0.NumGC)
 	if *heapProf != "" {
 		if resp, err := http.Get("http://" + rp.addr + "/debug/pprof/heap?gc=1"); err == nil {
 			b, _ := io.ReadAll(resp.Body)

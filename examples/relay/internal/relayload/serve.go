@@ -117,6 +117,7 @@ func runRelay() error {
 			HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc, StackIn: ms.StackInuse, Sys: ms.Sys,
 			HeapIdle: ms.HeapIdle, HeapReleased: ms.HeapReleased, StackSys: ms.StackSys,
 			MetaSys: ms.MSpanSys + ms.MCacheSys + ms.GCSys + ms.BuckHashSys, OtherSys: ms.OtherSys,
+			TotalAlloc: ms.TotalAlloc, NumGC: ms.NumGC,
 			Goroutine: runtime.NumGoroutine(), Active: h.Active(), Rotations: rotations.Load(),
 			Drops: drops.toClient.Load(), DropsToModel: drops.toModel.Load(),
 		})
