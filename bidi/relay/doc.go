@@ -107,23 +107,24 @@
 // Sizing a server. With the default 8 KiB queues to the clients (the
 // queues toward the model hold nothing while the models keep up), a
 // thousand clients that never read (every queue to them full) keep about
-// 25 MiB live and 3,000 goroutines (16 MiB of stacks): the relay's
-// queues 8 MiB, its connections and calls about 5 MiB and each call's
-// three goroutines, the model sessions about 5 MiB, contexts the rest. A
-// connected, silent client costs about 24 KiB. The Go runtime lets the
-// heap grow by as much as is live, stacks counted, before it collects
-// (GOGC=100), and what the calls allocate meanwhile decides how soon it
-// gets there. Set the Client's Options.MessageBuffer to [MessageBuffer]
-// so that replies, dropped or delivered, make no garbage: that crowd
-// then peaks at about 70 MiB resident instead of 100–105. A server with
-// a memory budget sets a soft limit (GOMEMLIMIT, or
-// runtime/debug.SetMemoryLimit) a little under it (a 56 MiB limit held
-// that crowd at 60–61 MiB resident once its queues were full, and at
-// 62–68 MiB at the most while they filled), and sizes its calls so that what they
-// keep live, stacks included, stays well below the limit: the collector
-// then runs more often instead of letting the heap double, while a limit
-// at or below what is live makes it run all the time, slowing every
-// call, and is exceeded anyway (see BENCHMARKS.md).
+// 24 MiB live and 3,000 goroutines (12 MiB of stacks): the relay's
+// queues 9 MiB, its connections and calls about 5 MiB, the model
+// sessions about 5 MiB, contexts the rest. A connected, silent client
+// costs about 24 KiB. The Go runtime lets the heap grow by as much as is
+// live, stacks counted, before it collects (GOGC=100), and what the
+// calls allocate meanwhile decides how far toward that it gets. Set the
+// Client's Options.MessageBuffer to [MessageBuffer] so that replies,
+// dropped or delivered, make no garbage: that crowd then peaks at 60–67
+// MiB resident (median 64), about 54 MiB allocated while it connects and
+// its queues fill. A server with a memory budget sets a soft limit
+// (GOMEMLIMIT, or runtime/debug.SetMemoryLimit) a little under it (a 56
+// MiB limit held that crowd at 56–60 MiB resident once its queues were
+// full, and at 60–64 MiB at the most while they filled), and sizes its
+// calls so that what they keep live, stacks included, stays well below
+// the limit: the collector then runs more often instead of letting the
+// heap double, while a limit at or below what is live makes it run all
+// the time, slowing every call, and is exceeded anyway (see
+// BENCHMARKS.md).
 //
 // # Observability
 //
