@@ -46,11 +46,11 @@ func (bp *Pool) Release(buf *[]byte, handle **[]byte) {
 
 // Grow returns buf with room for n more bytes. A buffer that must grow at
 // least doubles, so that one filled by many small appends, faster than
-// its owner empties it, allocates about as much in all as it ends up
-// holding. append's steps of about 1.25× past 256 bytes leave three
-// times that behind as garbage: a crowd of 1,000 relayed calls, each
-// queueing eight 640-byte frames at once, allocated 18 MiB growing its
-// send queues that way, and the collector let the heap grow by as much.
+// its owner empties it, leaves about as much behind as garbage as it ends
+// up holding. append's steps of about 1.25× past 256 bytes leave three
+// times that: a crowd of 1,000 relayed calls, each queueing eight
+// 640-byte frames at once, allocated 18 MiB growing its send queues that
+// way, and the collector let the heap grow by as much.
 func Grow(buf []byte, n int) []byte {
 	if cap(buf)-len(buf) >= n {
 		return buf

@@ -56,6 +56,7 @@ func browserFor(t testing.TB) *browser {
 	ownProcessGroup(cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
+		stop()
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {

@@ -1,5 +1,6 @@
 // Package chromiumtest runs headless Chromium for tests of web pages: it
-// dumps a page's DOM after its scripts ran, and takes screenshots.
+// dumps a page's DOM after its scripts ran, takes screenshots, and opens
+// pages for a test to drive (Open). A test's pages share one browser.
 //
 // Tests that need it skip when Chromium is not installed, and fail when
 // BIDI_REQUIRE_TOOLS=1 (CI installs it).
