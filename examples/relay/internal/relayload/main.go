@@ -18,7 +18,11 @@
 //
 // The relay runs in a child process (the same binary with -serve), so
 // that its memory (RSS, heap) and CPU time are its own; the clients and
-// the echo model run in this one.
+// the echo model run in this one. With -pin (Linux) the relay runs on half
+// of the CPUs and this process on the other half, as when the clients are
+// on other machines: on a small host, where the relay shares its CPUs
+// with a thousand clients and the model, replies wait longer in its
+// buffers for its goroutines to run, and its memory peaks higher.
 //
 //	go run ./examples/relay/internal/relayload -idle 1000 -active 20
 package main
@@ -85,7 +89,13 @@ var (
 	pooled   = flag.Bool("pooled-replies", true, "the relay's client receives into relay.MessageBuffer's pooled buffers (false: fresh ones, for the garbage collector)")
 	delay    = flag.Duration("model-delay", 0, "how long the echo model takes to answer each message of the round trips (0: at once, the loopback floor; a real model takes milliseconds to seconds)")
 	memLimit = flag.Int64("memlimit", 0, "the relay process's soft memory limit in `bytes` (debug.SetMemoryLimit; 0: none)")
+	pin      = flag.Bool("pin", false, "run the relay on the first half of the CPUs and the clients and the model on the rest (Linux; at least two CPUs)")
+	cpus     = flag.String("cpus", "", "the CPUs the relay runs on, comma-separated (child; set by -pin)")
 )
+
+// childCPUs is the -cpus list startRelay gives the relay child: set by
+// drive with -pin, empty otherwise.
+var childCPUs string
 
 func main() {
 	flag.Parse()
@@ -162,6 +172,9 @@ func startRelay(srv *biditest.Server) (*relayProc, error) {
 	pem.Encode(cert, &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	cert.Close()
 	args := []string{"-serve", "-model", srv.URL, "-cert", cert.Name(), "-queue", strconv.Itoa(*queue), "-rotate-after", rotAfter.String(), "-sndbuf", strconv.Itoa(*sndbuf), "-memlimit", strconv.FormatInt(*memLimit, 10), "-memprofilerate", strconv.Itoa(*memRate), "-pooled-replies=" + strconv.FormatBool(*pooled), "-model-delay", delay.String()}
+	if childCPUs != "" {
+		args = append(args, "-cpus", childCPUs)
+	}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -313,6 +326,17 @@ func startModel(m *model) *biditest.Server {
 
 func drive() error {
 	ctx := context.Background()
+	if *pin {
+		relayCPUs, loadCPUs, err := splitCPUs()
+		if err != nil {
+			return err
+		}
+		if err := pinProcess(loadCPUs); err != nil {
+			return err
+		}
+		childCPUs = relayCPUs
+		fmt.Printf("relay on CPUs %s; clients and model on %s\n", relayCPUs, loadCPUs)
+	}
 	m := &model{}
 	srv := startModel(m)
 	defer srv.Close()

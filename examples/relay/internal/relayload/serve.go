@@ -28,6 +28,11 @@ import (
 // (the crowd never reads, so it would not answer them) and a /stats
 // endpoint.
 func runRelay() error {
+	if *cpus != "" {
+		if err := pinProcess(*cpus); err != nil {
+			return err
+		}
+	}
 	if *memRate > 0 {
 		runtime.MemProfileRate = *memRate
 	}
