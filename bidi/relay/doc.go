@@ -114,17 +114,22 @@
 // live, stacks counted, before it collects (GOGC=100), and what the
 // calls allocate meanwhile decides how far toward that it gets. Set the
 // Client's Options.MessageBuffer to [MessageBuffer] so that replies,
-// dropped or delivered, make no garbage: that crowd then peaks at 60–67
-// MiB resident (median 64), about 54 MiB allocated while it connects and
-// its queues fill. A server with a memory budget sets a soft limit
-// (GOMEMLIMIT, or runtime/debug.SetMemoryLimit) a little under it (a 56
-// MiB limit held that crowd at 56–60 MiB resident once its queues were
-// full, and at 60–64 MiB at the most while they filled), and sizes its
-// calls so that what they keep live, stacks included, stays well below
-// the limit: the collector then runs more often instead of letting the
-// heap double, while a limit at or below what is live makes it run all
-// the time, slowing every call, and is exceeded anyway (see
-// BENCHMARKS.md).
+// dropped or delivered, make no garbage: that crowd then allocates about
+// 50 MiB while it connects and its queues fill, and peaks at 58–64 MiB
+// resident (median 61) on a CPU of its own. Replies that arrive while
+// the relay's goroutines wait for a CPU wait in its buffers, and the
+// collector, counting them live, lets the heap grow by as much again:
+// sharing two CPUs with the crowd's clients and model, the relay held up
+// to 5–6 MiB of them at once (2.5 MiB on a CPU of its own) and peaked at
+// 60–67 MiB (median 64). A server
+// with a memory budget sets a soft limit (GOMEMLIMIT, or
+// runtime/debug.SetMemoryLimit) a little under it (a 56 MiB limit held
+// that crowd at 57–60 MiB resident at the most, in ten runs of ten on a
+// CPU of its own), and sizes its calls so that what they keep live,
+// stacks included, stays well below the limit: the collector then runs
+// more often instead of letting the heap double, while a limit at or
+// below what is live makes it run all the time, slowing every call, and
+// is exceeded anyway (see BENCHMARKS.md).
 //
 // # Observability
 //
