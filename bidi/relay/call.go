@@ -52,6 +52,11 @@ type call struct {
 	obs   *callObs
 	ws    *websocket.Conn // set by start before the goroutines start
 
+	// conn is the client's connection under ws, set by the upgrade
+	// (smallBufWriter.Hijack) before start: closeWS and failConn limit
+	// its reads.
+	conn *clientConn
+
 	ctx    context.Context // ends when the call is over (abort, or the end of run)
 	cancel context.CancelFunc
 
@@ -274,8 +279,9 @@ func (c *call) readClient() (handed bool) {
 			case code != -1:
 				c.decide(code, "", KindClientClose)
 			case errors.Is(err, websocket.ErrMessageTooBig):
-				// coder/websocket has sent the close frame (1009).
-				c.decide(websocket.StatusMessageTooBig, "message too big", KindTooBig)
+				// coder/websocket has sent the close frame (1009): no
+				// reply can follow it, so the call ends at once.
+				c.abort(websocket.StatusMessageTooBig, "message too big", KindTooBig)
 			}
 			return false
 		}
@@ -421,5 +427,5 @@ func (c *call) closeClient() {
 		return
 	}
 	code, reason, _ := c.status()
-	c.ws.Close(code, reason)
+	c.closeWS(code, reason)
 }

@@ -69,6 +69,14 @@
 //	idle / lifetime / Shutdown                     1001  idle / lifetime / shutdown
 //	a graceful end over FinishTimeout, Close       1001  finish_timeout / shutdown
 //
+// A client that broke the protocol (1007, 1009, ping_flood, protocol)
+// is failed, as RFC 6455 has an endpoint fail a connection: it gets the
+// close frame, and the relay reads nothing more of it and drops the
+// connection. Every other close the relay begins reads what the client
+// sent meanwhile, and its close frame, up to 64 KiB within 5 s; a client
+// that sends more is dropped without it. A close costs the relay a
+// bounded amount of reading, whatever frame the client announced.
+//
 // Before any upgrade, a request is refused with an HTTP status: 426 (not
 // a WebSocket upgrade), 403 (Origin not allowed), 503 with Retry-After
 // (MaxClients reached, or shutting down), or the AuthorizeFunc's status.

@@ -200,8 +200,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			obs.end(code, KindOpenRefused)
 			return
 		}
-		ws, aerr := websocket.Accept(smallBufWriter{w}, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+		var conn *clientConn
+		ws, aerr := websocket.Accept(smallBufWriter{ResponseWriter: w, conn: &conn}, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 		if aerr == nil {
+			conn.limitReads(closeReadLimit)
 			ws.Close(code, reason)
 		}
 		h.logEnd(r, code, KindOpenRefused)
@@ -209,7 +211,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := newCall(h, r, model, ctx, cancel, obs)
-	ws, err := websocket.Accept(smallBufWriter{w}, r, &websocket.AcceptOptions{
+	ws, err := websocket.Accept(smallBufWriter{ResponseWriter: w, conn: &c.conn}, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // checked above, before anything was opened
 		OnPingReceived:     c.onPing,
 	})

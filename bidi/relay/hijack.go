@@ -3,9 +3,12 @@ package relay
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
+	"time"
 )
 
 // A relayed connection's WebSocket reads and writes go through the
@@ -26,9 +29,13 @@ const (
 )
 
 // smallBufWriter is the ResponseWriter the relay upgrades through: its
-// Hijack returns the connection with the relay's smaller buffers.
-// Unwrap lets http.ResponseController reach the original.
-type smallBufWriter struct{ http.ResponseWriter }
+// Hijack returns the connection, as a *clientConn, with the relay's
+// smaller buffers, and stores it in *conn if conn is set. Unwrap lets
+// http.ResponseController reach the original.
+type smallBufWriter struct {
+	http.ResponseWriter
+	conn **clientConn
+}
 
 func (w smallBufWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
@@ -57,18 +64,91 @@ func (w smallBufWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		conn.Close()
 		return nil, nil, err
 	}
-	br := bufio.NewReaderSize(conn, connReadBuf)
+	cc := newClientConn(conn)
+	br := bufio.NewReaderSize(cc, connReadBuf)
 	if n := brw.Reader.Buffered(); n > 0 {
 		// The early bytes go into the new reader's buffer, where
 		// coder/websocket looks for them (it re-wraps the connection
 		// behind what is buffered). The one Read of the bytes.Reader
 		// fills it without touching the connection.
 		early, _ := brw.Reader.Peek(n)
-		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(early)), conn), max(connReadBuf, n))
+		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(early)), cc), max(connReadBuf, n))
 		if _, err := br.Peek(n); err != nil {
 			conn.Close()
 			return nil, nil, err
 		}
 	}
-	return conn, bufio.NewReadWriter(br, bufio.NewWriterSize(conn, connWriteBuf)), nil
+	if w.conn != nil {
+		*w.conn = cc
+	}
+	return cc, bufio.NewReadWriter(br, bufio.NewWriterSize(cc, connWriteBuf)), nil
+}
+
+// What the relay reads of a client once it closes the WebSocket itself.
+// The close handshake (coder/websocket's Close) reads what the client
+// sent before it saw the relay's close frame, and discards it, until the
+// client's close frame arrives; it reads a frame's payload whatever its
+// announced length, a byte at a time, and its own 5 s bound does not
+// stop that. A client that announced a frame of a TiB could keep a CPU
+// busy for as long as it streamed.
+//
+//   - closeReadLimit bounds the bytes read once the relay began a
+//     graceful close: a client's frames in flight and its close frame
+//     fit, and a client that sends more is dropped without its close;
+//   - closeWait bounds the time, against a client that trickles.
+//
+// A client that broke the protocol gets neither: nothing more is read
+// (see call.failConn).
+const (
+	closeReadLimit = 64 << 10
+	closeWait      = 5 * time.Second
+)
+
+// errCloseReadLimit is what a clientConn's Read returns once it has read
+// what its limit allows.
+var errCloseReadLimit = errors.New("relay: client sent too much during the close handshake")
+
+// clientConn is a client's connection as the relay hands it to
+// coder/websocket: a net.Conn whose reads can be limited, so that the
+// close handshake reads a bounded number of bytes. limit is -1 (none)
+// until limitReads sets it; Read, called by one goroutine at a time
+// (coder/websocket's read lock), counts it down.
+type clientConn struct {
+	net.Conn
+	limit atomic.Int64
+}
+
+func newClientConn(c net.Conn) *clientConn {
+	cc := &clientConn{Conn: c}
+	cc.limit.Store(-1)
+	return cc
+}
+
+// Read reads from the connection, within the limit if one is set.
+func (c *clientConn) Read(p []byte) (int, error) {
+	left := c.limit.Load()
+	if left < 0 {
+		return c.Conn.Read(p)
+	}
+	if left == 0 {
+		return 0, errCloseReadLimit
+	}
+	if int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := c.Conn.Read(p)
+	c.limit.Add(-int64(n))
+	return n, err
+}
+
+// limitReads lets the connection's reads take at most n more bytes,
+// within closeWait from now. With n 0 a read in progress fails at once
+// too.
+func (c *clientConn) limitReads(n int64) {
+	c.limit.Store(n)
+	deadline := time.Now().Add(closeWait)
+	if n == 0 {
+		deadline = time.Unix(1, 0) // past: every read fails at once
+	}
+	c.Conn.SetReadDeadline(deadline)
 }

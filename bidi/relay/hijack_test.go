@@ -45,13 +45,14 @@ func TestHijackKeepsEarlyBytes(t *testing.T) {
 		server, client := net.Pipe()
 		defer server.Close()
 		defer client.Close()
-		w := smallBufWriter{hijackable{httptest.NewRecorder(), server, early}}
+		var stored *clientConn
+		w := smallBufWriter{hijackable{httptest.NewRecorder(), server, early}, &stored}
 		conn, brw, err := w.Hijack()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if conn != server {
-			t.Fatal("Hijack returned another connection")
+		if cc, ok := conn.(*clientConn); !ok || cc.Conn != server || stored != cc {
+			t.Fatal("Hijack returned or stored another connection")
 		}
 		if brw.Reader.Size() != max(connReadBuf, n) || brw.Writer.Size() != connWriteBuf {
 			t.Fatalf("buffers of %d and %d bytes", brw.Reader.Size(), brw.Writer.Size())

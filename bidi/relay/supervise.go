@@ -178,11 +178,14 @@ func (c *call) end(aborted bool) {
 // model is closed and every pump is waited for.
 func (c *call) cleanup(aborted bool) {
 	if aborted {
-		code, reason, _ := c.status()
-		if c.abortNow.Load() {
+		code, reason, kind := c.status()
+		switch {
+		case c.abortNow.Load():
 			c.ws.CloseNow()
-		} else {
-			c.ws.Close(code, reason)
+		case clientBrokeProtocol(kind):
+			c.failConn(code, reason)
+		default:
+			c.closeWS(code, reason)
 		}
 	}
 	c.cancel()
@@ -202,4 +205,36 @@ func (c *call) cleanup(aborted bool) {
 	c.h.logEnd(c.logR, code, kind)
 	c.obs.end(code, kind)
 	c.release()
+}
+
+// clientBrokeProtocol reports whether a call that ended for kind ended
+// because its client broke the protocol (a message too big or not UTF-8,
+// a ping flood, data after its end of input).
+func clientBrokeProtocol(kind string) bool {
+	switch kind {
+	case KindTooBig, KindInvalidUTF8, KindPingFlood, KindProtocol:
+		return true
+	}
+	return false
+}
+
+// closeWS closes the WebSocket with the close handshake, reading at most
+// closeReadLimit bytes of the client's within closeWait.
+func (c *call) closeWS(code websocket.StatusCode, reason string) {
+	if c.conn != nil {
+		c.conn.limitReads(closeReadLimit)
+	}
+	c.ws.Close(code, reason)
+}
+
+// failConn ends the connection of a client that broke the protocol as RFC
+// 6455 (7.1.7) has an endpoint fail a WebSocket connection: it sends the
+// close frame (if coder/websocket has not already), then closes the
+// connection without reading on, the read the reading pump may be
+// blocked in included.
+func (c *call) failConn(code websocket.StatusCode, reason string) {
+	if c.conn != nil {
+		c.conn.limitReads(0)
+	}
+	c.ws.Close(code, reason)
 }
