@@ -80,31 +80,10 @@ func TestHijackKeepsEarlyBytes(t *testing.T) {
 // upgrade request (before the 101 arrives) is relayed that message.
 func TestFirstMessageWithTheUpgrade(t *testing.T) {
 	e := newEnv(t, nil, nil, nil, plainSessions)
-	conn, err := net.Dial("tcp", e.hs.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	payload := []byte("early bird")
+	conn, br := rawUpgrade(t, e.hs.Listener.Addr().String(), maskedFrame(0x2, payload))
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second)) // a lost message fails, not hangs
-	req := "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
-		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-	payload := []byte("early bird")
-	mask := [4]byte{1, 2, 3, 4}
-	frame := []byte{0x82, 0x80 | byte(len(payload)), mask[0], mask[1], mask[2], mask[3]}
-	for i, b := range payload {
-		frame = append(frame, b^mask[i%4])
-	}
-	if _, err := conn.Write(append([]byte(req), frame...)); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
 	hdr := make([]byte, 2)
 	if _, err := io.ReadFull(br, hdr); err != nil {
 		t.Fatal(err)
