@@ -129,15 +129,14 @@
 // collector, counting them live, lets the heap grow by as much again:
 // sharing two CPUs with the crowd's clients and model, the relay held up
 // to 5–6 MiB of them at once (2.5 MiB on a CPU of its own) and peaked at
-// 60–67 MiB (median 64). A server
-// with a memory budget sets a soft limit (GOMEMLIMIT, or
-// runtime/debug.SetMemoryLimit) a little under it (a 56 MiB limit held
-// that crowd at 57–60 MiB resident at the most, in ten runs of ten on a
-// CPU of its own), and sizes its calls so that what they keep live,
-// stacks included, stays well below the limit: the collector then runs
-// more often instead of letting the heap double, while a limit at or
-// below what is live makes it run all the time, slowing every call, and
-// is exceeded anyway (see BENCHMARKS.md).
+// 60–67 MiB (median 64). A server with a memory budget sets a soft limit
+// (GOMEMLIMIT, or runtime/debug.SetMemoryLimit) a little under it (a 56
+// MiB limit held that crowd at 57–60 MiB resident at the most, in ten
+// runs of ten on a CPU of its own), and sizes its calls so that what
+// they keep live, stacks included, stays well below the limit: the
+// collector then runs more often instead of letting the heap double,
+// while a limit at or below what is live makes it run all the time,
+// slowing every call, and is exceeded anyway (see BENCHMARKS.md).
 //
 // # Observability
 //
