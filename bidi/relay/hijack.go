@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -110,34 +111,39 @@ var errCloseReadLimit = errors.New("relay: client sent too much during the close
 
 // clientConn is a client's connection as the relay hands it to
 // coder/websocket: a net.Conn whose reads can be limited, so that the
-// close handshake reads a bounded number of bytes. limit is -1 (none)
-// until limitReads sets it; Read, called by one goroutine at a time
-// (coder/websocket's read lock), counts it down.
+// close handshake reads a bounded number of bytes. left is what reads
+// may still take: unlimited until limitReads sets it, and used up at 0
+// or below (a read that was under way when limitReads set it may count
+// past 0). Read is called by one goroutine at a time (coder/websocket's
+// read lock).
 type clientConn struct {
 	net.Conn
-	limit atomic.Int64
+	left atomic.Int64
 }
+
+// unlimited is a clientConn's left before limitReads.
+const unlimited = math.MaxInt64
 
 func newClientConn(c net.Conn) *clientConn {
 	cc := &clientConn{Conn: c}
-	cc.limit.Store(-1)
+	cc.left.Store(unlimited)
 	return cc
 }
 
 // Read reads from the connection, within the limit if one is set.
 func (c *clientConn) Read(p []byte) (int, error) {
-	left := c.limit.Load()
-	if left < 0 {
+	left := c.left.Load()
+	if left == unlimited {
 		return c.Conn.Read(p)
 	}
-	if left == 0 {
+	if left <= 0 {
 		return 0, errCloseReadLimit
 	}
 	if int64(len(p)) > left {
 		p = p[:left]
 	}
 	n, err := c.Conn.Read(p)
-	c.limit.Add(-int64(n))
+	c.left.Add(-int64(n))
 	return n, err
 }
 
@@ -145,7 +151,7 @@ func (c *clientConn) Read(p []byte) (int, error) {
 // within closeWait from now. With n 0 a read in progress fails at once
 // too.
 func (c *clientConn) limitReads(n int64) {
-	c.limit.Store(n)
+	c.left.Store(n)
 	deadline := time.Now().Add(closeWait)
 	if n == 0 {
 		deadline = time.Unix(1, 0) // past: every read fails at once

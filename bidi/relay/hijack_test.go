@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +169,51 @@ func TestUpgradeThroughLazyHeader(t *testing.T) {
 	}
 	if _, b, err := c.Read(t.Context()); err != nil || string(b) != "gin" {
 		t.Fatalf("echo %q %v", b, err)
+	}
+}
+
+// A clientConn reads freely until limitReads, then takes at most the
+// limit and fails with errCloseReadLimit once it is used up, also when a
+// read that was under way took it below 0; limitReads(0) fails a read at
+// once, through the connection's deadline.
+func TestClientConnLimit(t *testing.T) {
+	server, client := net.Pipe()
+	defer client.Close()
+	cc := newClientConn(server)
+	defer cc.Close()
+	go client.Write(bytes.Repeat([]byte{7}, 100))
+	buf := make([]byte, 100)
+	if n, err := cc.Read(buf[:40]); n != 40 || err != nil {
+		t.Fatalf("unlimited read: %d, %v", n, err)
+	}
+	cc.limitReads(25)
+	got := 0
+	for got < 25 {
+		n, err := cc.Read(buf)
+		if err != nil {
+			t.Fatalf("within the limit, after %d bytes: %v", got, err)
+		}
+		got += n
+	}
+	if got != 25 {
+		t.Fatalf("read %d bytes under a limit of 25", got)
+	}
+	if _, err := cc.Read(buf); !errors.Is(err, errCloseReadLimit) {
+		t.Fatalf("past the limit: %v, want errCloseReadLimit", err)
+	}
+	cc.left.Store(-3) // a read under way counted past 0
+	if _, err := cc.Read(buf); !errors.Is(err, errCloseReadLimit) {
+		t.Fatalf("below 0: %v, want errCloseReadLimit", err)
+	}
+
+	server2, client2 := net.Pipe()
+	defer client2.Close()
+	cc2 := newClientConn(server2)
+	defer cc2.Close()
+	read := make(chan error, 1)
+	go func() { _, err := cc2.Read(buf); read <- err }() // blocks: nothing is written
+	cc2.limitReads(0)
+	if err := <-read; !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, errCloseReadLimit) {
+		t.Fatalf("a blocked read after limitReads(0): %v", err)
 	}
 }

@@ -221,9 +221,7 @@ func clientBrokeProtocol(kind string) bool {
 // closeWS closes the WebSocket with the close handshake, reading at most
 // closeReadLimit bytes of the client's within closeWait.
 func (c *call) closeWS(code websocket.StatusCode, reason string) {
-	if c.conn != nil {
-		c.conn.limitReads(closeReadLimit)
-	}
+	c.conn.limitReads(closeReadLimit)
 	c.ws.Close(code, reason)
 }
 
@@ -233,8 +231,6 @@ func (c *call) closeWS(code websocket.StatusCode, reason string) {
 // connection without reading on, the read the reading pump may be
 // blocked in included.
 func (c *call) failConn(code websocket.StatusCode, reason string) {
-	if c.conn != nil {
-		c.conn.limitReads(0)
-	}
+	c.conn.limitReads(0)
 	c.ws.Close(code, reason)
 }
