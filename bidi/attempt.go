@@ -1,7 +1,6 @@
 package bidi
 
 import (
-	"context"
 	"net/http"
 	"sync/atomic"
 
@@ -19,9 +18,16 @@ import (
 // session's attempts, at most one is answered: its stream is the one Recv
 // decodes, and its signer the one Send continues (sendPipe.signer).
 //
-// Owners: n, ctx, head, body and cancel are set by newAttempt and
-// read-only after, but for head, which roundTrip drops once the engine has
-// it; st is
+// An attempt has no context of its own: its stream and its wait for the
+// response head run under the session's (which every end of the session
+// cancels), and only the session's goroutine ends an attempt while the
+// session goes on (a refused or failed attempt, once its wait returned),
+// by resetting its stream; a context per attempt would cost each session
+// a cancelCtx, its children's map and its Done channel, and wake nothing
+// that the session's context and the reset do not.
+//
+// Owners: n, head and body are set by newAttempt and read-only after, but
+// for head, which roundTrip drops once the engine has it; st is
 // set once by roundTrip, on the run goroutine, before the attempt is
 // published in Session.cur, so that whoever loads it from cur (Close,
 // Send's flow-control diagnosis) sees st. dec is set by
@@ -29,12 +35,10 @@ import (
 // the answer (and respReady is closed), and used only after that by the
 // holder of the receive turn, which also owns part.
 type attempt struct {
-	n      int
-	ctx    context.Context
-	head   http.Header
-	body   *reqBody
-	cancel context.CancelFunc
-	st     *transport.Stream
+	n    int
+	head http.Header
+	body *reqBody
+	st   *transport.Stream
 
 	dec  *eventstream.Decoder
 	part wire.Part   // the PayloadPart decoded last; aliases dec's buffer
@@ -48,7 +52,6 @@ func (s *Session) newAttempt(n int) (*attempt, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
 	head, seed := s.c.newRequest(&s.input, s.url, creds, s.c.now())
 	body := newReqBody(&s.pipe, eventstream.NewSigner(creds, s.opts.Region, signingName, seed, func(o *eventstream.SignerOptions) {
 		o.Now = s.c.now
@@ -56,10 +59,9 @@ func (s *Session) newAttempt(n int) (*attempt, error) {
 	// The body starts with the first queued part: a retried attempt
 	// sends everything sent so far again, on its own chain.
 	if err := s.pipe.attach(body); err != nil {
-		cancel()
 		return nil, err
 	}
-	return &attempt{n: n, ctx: ctx, head: head, body: body, cancel: cancel}, nil
+	return &attempt{n: n, head: head, body: body}, nil
 }
 
 // roundTrip opens the attempt's stream on the client's engine, publishes
@@ -67,7 +69,7 @@ func (s *Session) newAttempt(n int) (*attempt, error) {
 // head, which it returns as the session's Response (any status). On an
 // error the attempt is aborted.
 func (a *attempt) roundTrip(s *Session) (*Response, error) {
-	ctx := a.ctx
+	ctx := s.ctx
 	st, err := s.c.engine.NewStream(ctx, s.url, a.head, a.body)
 	a.head = nil // the engine took it: a session need not keep it
 	if err != nil {
@@ -100,14 +102,13 @@ func (a *attempt) startReceiving(maxMessage int, wake chan struct{}) {
 	a.st.SetNotify(func() { signal(wake) })
 }
 
-// abort ends the attempt, the one function that does: it cancels its
-// context, takes its body off the send queue (the engine then reads
-// nothing more of it) and resets its engine stream unless both sides
-// ended it (transport.Stream.Close), so that its connection is free of it
-// at once. Buffered response bytes are dropped. abort may be called more
-// than once, from any goroutine.
+// abort ends the attempt, the one function that does: it takes its body
+// off the send queue (the engine then reads nothing more of it) and
+// resets its engine stream unless both sides ended it
+// (transport.Stream.Close), so that its connection is free of it at once.
+// Buffered response bytes are dropped. abort may be called more than
+// once, from any goroutine.
 func (a *attempt) abort() {
-	a.cancel()
 	a.body.Close()
 	if a.st != nil {
 		a.st.Close()

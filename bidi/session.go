@@ -95,7 +95,7 @@ type Session struct {
 	born  time.Time // when newSession made the session, with its monotonic clock reading (see lastRecv)
 
 	// ctx is the session's lifetime, derived from Open's context; every
-	// HTTP attempt's context derives from it. It is cancelled, with the
+	// HTTP attempt's stream runs under it. It is cancelled, with the
 	// terminal error as cause, when the session ends (end with endSession), and
 	// with ErrStreamEnded once a clean end was delivered to the queue.
 	ctx    context.Context
