@@ -44,11 +44,12 @@ import (
 //
 // Lock order: relMu before endMu and supMu, which are leaves (a queue
 // calls spawn, which takes supMu, after releasing its own lock; so does
-// the Handler's watchdog, whose mu is a leaf too).
+// the Handler's watchdog, whose mu is a leaf too). The Handler's callsMu
+// is a leaf: no call's lock is taken under it, nor it under one.
 type call struct {
 	h     *Handler
 	logR  *http.Request // what ErrorLog gets (see logRequest); nil without one
-	model Model
+	model Model         // set by ServeHTTP once open, before start
 	obs   *callObs
 	ws    *websocket.Conn // set by start before the goroutines start
 
@@ -87,9 +88,13 @@ type call struct {
 	abortNow  atomic.Bool   // abort without a close handshake (the client is unresponsive)
 	modelDone chan struct{} // closed when out's producer ends (modelEnded)
 
+	// In the Handler's list of calls (Handler.calls), from ServeHTTP to
+	// cleanup; guarded by h.callsMu, as is started.
+	prev, next *call
+	started    bool // start ran: Shutdown and Close end the call (before, Close cancels its open)
+
 	// Supervision (supervise.go). Fields below supMu are guarded by it.
-	release func()        // gives the Handler its slot back; called once by cleanup
-	stops   []func() bool // context.AfterFuncs to stop at the end; set by start
+	release func() // gives the Handler its slot back; called once by cleanup
 
 	relMu    sync.Mutex // held by abort; cleanup takes it last
 	released bool       // guarded by relMu: cleanup is done
@@ -105,9 +110,11 @@ type call struct {
 	pinging   bool // a ping is in flight
 }
 
-func newCall(h *Handler, r *http.Request, model Model, ctx context.Context, cancel context.CancelFunc, obs *callObs) *call {
+// newCall makes the call of request r; ServeHTTP sets its model once it
+// is open.
+func newCall(h *Handler, r *http.Request, ctx context.Context, cancel context.CancelFunc, obs *callObs) *call {
 	c := &call{
-		h: h, logR: h.logRequest(r), model: model, obs: obs, ctx: ctx, cancel: cancel,
+		h: h, logR: h.logRequest(r), obs: obs, ctx: ctx, cancel: cancel,
 		toModel:   newQueue(h.opts.ToModelQueueBytes),
 		toClient:  newQueue(h.opts.ToClientQueueBytes),
 		aborted:   make(chan struct{}),

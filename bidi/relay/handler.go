@@ -47,15 +47,20 @@ type Handler struct {
 	opts      Options
 	obs       *observer
 
-	slots chan struct{} // one token per call in progress (MaxClients)
-	wg    sync.WaitGroup
-	watch watchdog // hands off the calls' blocked deliveries
+	slots    chan struct{} // one token per call in progress (MaxClients)
+	wg       sync.WaitGroup
+	watch    watchdog    // hands off the calls' blocked deliveries
+	stopping atomic.Bool // Shutdown or Close was called: requests are refused
 
-	shutdownCtx context.Context    // cancelled by Shutdown or Close: calls end gracefully
-	shutdown    context.CancelFunc //
-	base        context.Context    // cancelled by Close: calls end at once
-	baseCancel  context.CancelFunc //
-	stopping    atomic.Bool
+	// The calls from before their model is opened to their cleanup, so
+	// that Shutdown and Close reach them (see track): a list through the
+	// calls' own prev and next fields, which costs a call no allocation
+	// (a context.AfterFunc per call and Handler event cost each a few
+	// hundred bytes). Guarded by callsMu, as are draining and closed.
+	callsMu  sync.Mutex
+	calls    *call
+	draining bool // Shutdown or Close was called: started calls end gracefully
+	closed   bool // Close was called: calls end at once, opens are cancelled
 }
 
 // New returns a Handler that opens model sessions with client (through
@@ -83,18 +88,12 @@ func New(client *bidi.Client, authorize AuthorizeFunc, opts *Options) (*Handler,
 			mp = co.MeterProvider
 		}
 	}
-	base, cancel := context.WithCancel(context.Background())
-	shutdownCtx, shutdown := context.WithCancel(context.Background())
 	return &Handler{
-		authorize:   authorize,
-		open:        open,
-		opts:        o,
-		obs:         newObserver(tp, mp),
-		slots:       make(chan struct{}, o.MaxClients),
-		shutdownCtx: shutdownCtx,
-		shutdown:    shutdown,
-		base:        base,
-		baseCancel:  cancel,
+		authorize: authorize,
+		open:      open,
+		opts:      o,
+		obs:       newObserver(tp, mp),
+		slots:     make(chan struct{}, o.MaxClients),
 	}, nil
 }
 
@@ -108,7 +107,9 @@ func (h *Handler) Active() int { return len(h.slots) }
 // running at once, as Close does.
 func (h *Handler) Shutdown(ctx context.Context) error {
 	h.stopping.Store(true)
-	h.shutdown()
+	for _, c := range h.endCalls(false) {
+		c.drain()
+	}
 	done := make(chan struct{})
 	go func() { h.wg.Wait(); close(done) }()
 	select {
@@ -127,8 +128,9 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 // calls' goroutines to exit.
 func (h *Handler) Close() error {
 	h.stopping.Store(true)
-	h.shutdown()
-	h.baseCancel()
+	for _, c := range h.endCalls(true) {
+		c.closeNow()
+	}
 	h.wg.Wait()
 	h.watch.close()
 	return nil
@@ -183,14 +185,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The call's context keeps the request's values (a trace, say) but
 	// not its cancellation, and ends with the call or with Close.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	stop := context.AfterFunc(h.base, cancel)
+	ctx, obs := h.obs.startCall(ctx, in.EndpointName)
+	c := newCall(h, r, ctx, cancel, obs)
+	if !h.track(c) {
+		cancel()
+		obs.end(websocket.StatusGoingAway, KindShutdown)
+		h.refuse(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
 	defer func() {
 		if !started {
-			stop()
+			h.untrack(c)
 			cancel()
 		}
 	}()
-	ctx, obs := h.obs.startCall(ctx, in.EndpointName)
 	model, err := h.openModel(ctx, cancel, in)
 	if err != nil {
 		code, reason := CloseFor(err)
@@ -210,7 +218,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		obs.end(code, KindOpenRefused)
 		return
 	}
-	c := newCall(h, r, model, ctx, cancel, obs)
+	c.model = model
 	ws, err := websocket.Accept(smallBufWriter{ResponseWriter: w, conn: &c.conn}, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // checked above, before anything was opened
 		OnPingReceived:     c.onPing,
@@ -225,7 +233,55 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// run it, and its cleanup releases the slot.
 	c.release = release
 	started = true
-	c.start(ws, stop)
+	c.start(ws)
+}
+
+// track adds c to the Handler's calls, unless Close was called: it then
+// reports false, and c must not start.
+func (h *Handler) track(c *call) bool {
+	h.callsMu.Lock()
+	defer h.callsMu.Unlock()
+	if h.closed {
+		return false
+	}
+	c.next = h.calls
+	if h.calls != nil {
+		h.calls.prev = c
+	}
+	h.calls = c
+	return true
+}
+
+// untrack removes c from the Handler's calls; its cleanup calls it, or
+// ServeHTTP for a call that did not start.
+func (h *Handler) untrack(c *call) {
+	h.callsMu.Lock()
+	defer h.callsMu.Unlock()
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else if h.calls == c {
+		h.calls = c.next
+	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	}
+	c.prev, c.next = nil, nil
+}
+
+// endCalls records that Shutdown (closed false) or Close (closed true)
+// was called, and returns the calls in progress, for the caller to end
+// outside the lock (ending one may start its cleanup, which untracks
+// it). A call that starts later learns it in start (see call.started).
+func (h *Handler) endCalls(closed bool) []*call {
+	h.callsMu.Lock()
+	defer h.callsMu.Unlock()
+	h.draining = true
+	h.closed = h.closed || closed
+	var cs []*call
+	for c := h.calls; c != nil; c = c.next {
+		cs = append(cs, c)
+	}
+	return cs
 }
 
 // openModel opens the model side within OpenTimeout. ctx governs the

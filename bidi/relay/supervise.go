@@ -9,7 +9,8 @@ import (
 
 // A call's supervision holds no goroutine while the call runs: its
 // timers are time.AfterFuncs, the Handler's Shutdown and Close reach it
-// through context.AfterFunc, and the pumps report their ends. The event
+// through the Handler's list of calls (drain, closeNow), and the pumps
+// report their ends. The event
 // that ends the call (an abort, or the model's end delivered to the
 // client) sets over and starts cleanup, which closes and releases
 // everything and waits for the pumps. Events take supMu only to read or
@@ -18,21 +19,14 @@ import (
 
 // start relays the call over ws: it starts the two long-lived pumps and
 // arms the timers. It returns at once; the call then runs on its own
-// until cleanup calls release.
-func (c *call) start(ws *websocket.Conn, stopBase func() bool) {
+// until cleanup calls release. If the Handler's Shutdown or Close came
+// while the model was opening, the call then ends as they end calls.
+func (c *call) start(ws *websocket.Conn) {
 	o := &c.h.opts
 	c.ws = ws
 	ws.SetReadLimit(o.MaxMessageSize)
 	c.touch()
 	c.supMu.Lock()
-	c.stops = append(c.stops, stopBase,
-		context.AfterFunc(c.h.base, func() {
-			c.abort(websocket.StatusGoingAway, "going away", KindShutdown)
-		}),
-		context.AfterFunc(c.h.shutdownCtx, func() {
-			c.endInput(websocket.StatusGoingAway, "going away", KindShutdown)
-			c.startFinish()
-		}))
 	if o.PingInterval > 0 {
 		c.pingT = time.AfterFunc(o.PingInterval, c.pingTick)
 	}
@@ -50,6 +44,44 @@ func (c *call) start(ws *websocket.Conn, stopBase func() bool) {
 	c.h.watch.add(&c.in, &c.out)
 	go func() { defer c.wg.Done(); c.in.run() }()
 	go func() { defer c.wg.Done(); c.out.run() }()
+
+	h := c.h
+	h.callsMu.Lock()
+	c.started = true
+	draining, closed := h.draining, h.closed
+	h.callsMu.Unlock()
+	switch {
+	case closed:
+		c.closeNow()
+	case draining:
+		c.drain()
+	}
+}
+
+// drain is the Handler's Shutdown for this call: the model's input ends
+// and its remaining replies are delivered, within FinishTimeout.
+func (c *call) drain() {
+	if !c.isStarted() {
+		return // start drains it
+	}
+	c.endInput(websocket.StatusGoingAway, "going away", KindShutdown)
+	c.startFinish()
+}
+
+// closeNow is the Handler's Close for this call: a started call ends at
+// once, a call whose model is opening has its open cancelled.
+func (c *call) closeNow() {
+	if !c.isStarted() {
+		c.cancel() // ServeHTTP refuses it; or start, which finds closed set, ends it
+		return
+	}
+	c.abort(websocket.StatusGoingAway, "going away", KindShutdown)
+}
+
+func (c *call) isStarted() bool {
+	c.h.callsMu.Lock()
+	defer c.h.callsMu.Unlock()
+	return c.started
 }
 
 // spawn runs f as one of the call's goroutines, unless the call is over
@@ -195,9 +227,7 @@ func (c *call) cleanup(aborted bool) {
 	c.toClient.close()
 	c.wg.Wait()
 	c.h.watch.remove(&c.in, &c.out)
-	for _, stop := range c.stops {
-		stop()
-	}
+	c.h.untrack(c)
 	c.relMu.Lock() // an abort in progress (a timer's) is over
 	c.released = true
 	c.relMu.Unlock()
