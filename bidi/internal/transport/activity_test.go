@@ -62,14 +62,16 @@ func TestActivity(t *testing.T) {
 }
 
 // TestCoalesceOnlyWithManySending: a writer woken right after a flush
-// waits out the coalescing window only when many streams sent recently;
-// with fewer (however many are open) it goes on at once. In a synctest
-// bubble, whose clock moves only while every goroutine waits, the time
-// that passed is exactly how long the writer waited.
+// waits out the coalescing window only when many streams sent recently
+// and as many are still open; with fewer sending (however many are open)
+// or fewer open (many streams that sent one after another, as when
+// sessions are opened and closed in turn) it goes on at once. In a
+// synctest bubble, whose clock moves only while every goroutine waits,
+// the time that passed is exactly how long the writer waited.
 func TestCoalesceOnlyWithManySending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cc := &conn{done: make(chan struct{})}
-		cc.slots = 1000 // open streams do not count
+		cc.slots = 1000 // open streams alone do not count
 
 		start := time.Now()
 		cc.coalesce(start, coalesceStreams-1)
@@ -81,6 +83,13 @@ func TestCoalesceOnlyWithManySending(t *testing.T) {
 		cc.coalesce(start, coalesceStreams)
 		if waited := time.Since(start); waited != coalesceWindow {
 			t.Fatalf("many streams sending: waited %v, want the window (%v)", waited, coalesceWindow)
+		}
+
+		cc.slots = 1 // the others sent, and ended
+		start = time.Now()
+		cc.coalesce(start, 10*coalesceStreams)
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("many streams sent one after another, one open: waited %v, want no wait", waited)
 		}
 	})
 }

@@ -117,22 +117,30 @@ func (cc *conn) flush() error {
 
 // coalesceStreams and coalesceWindow shape the writer under many streams:
 // when at least coalesceStreams streams of a connection sent data
-// recently (see activity) and the writer is woken again within
-// coalesceWindow of its last flush, it waits for the rest of the window
-// first, so that the frames of many streams share one write and one
-// wake-up (at most one flush per window, each frame delayed by less than
-// the window). Few streams sending (a ping-pong, one large transfer, a
-// few calls among many idle ones) are never delayed.
+// recently (see activity), at least as many are open, and the writer is
+// woken again within coalesceWindow of its last flush, it waits for the
+// rest of the window first, so that the frames of many streams share one
+// write and one wake-up (at most one flush per window, each frame delayed
+// by less than the window). Few streams sending (a ping-pong, one large
+// transfer, a few calls among many idle ones) are never delayed, nor are
+// many streams that sent one after another (sessions opened and closed
+// in turn): those that ended cannot share a write.
 const (
 	coalesceStreams = 32
 	coalesceWindow  = 500 * time.Microsecond
 )
 
 // coalesce waits out the rest of the coalescing window after lastFlush,
-// if active streams sent data recently (activity.streams) and that is
-// many.
+// if active streams sent data recently (activity.streams), that is many,
+// and as many are still open.
 func (cc *conn) coalesce(lastFlush time.Time, active int) {
 	if active < coalesceStreams {
+		return
+	}
+	cc.mu.Lock()
+	open := cc.slots
+	cc.mu.Unlock()
+	if open < coalesceStreams {
 		return
 	}
 	if d := coalesceWindow - time.Since(lastFlush); d > 0 {
