@@ -115,28 +115,30 @@
 // Sizing a server. With the default 8 KiB queues to the clients (the
 // queues toward the model hold nothing while the models keep up), a
 // thousand clients that never read (every queue to them full) keep about
-// 24 MiB live and 3,000 goroutines (12 MiB of stacks): the relay's
-// queues 9 MiB, its connections and calls about 5 MiB, the model
-// sessions about 5 MiB, contexts the rest. A connected, silent client
-// costs about 24 KiB. The Go runtime lets the heap grow by as much as is
+// 23 MiB live and 3,000 goroutines (12 MiB of stacks): the relay's
+// queues 8 MiB, the WebSocket connections 3.5 MiB, the calls 2 MiB, the
+// model sessions (engine streams included) about 5 MiB, contexts 1.4
+// MiB, the runtime and the sockets the rest. A connected, silent client
+// costs about 23 KiB. The Go runtime lets the heap grow by as much as is
 // live, stacks counted, before it collects (GOGC=100), and what the
 // calls allocate meanwhile decides how far toward that it gets. Set the
 // Client's Options.MessageBuffer to [MessageBuffer] so that replies,
 // dropped or delivered, make no garbage: that crowd then allocates about
-// 50 MiB while it connects and its queues fill, and peaks at 58–64 MiB
-// resident (median 61) on a CPU of its own. Replies that arrive while
+// 50 MiB while it connects and its queues fill. Replies that arrive while
 // the relay's goroutines wait for a CPU wait in its buffers, and the
 // collector, counting them live, lets the heap grow by as much again:
 // sharing two CPUs with the crowd's clients and model, the relay held up
 // to 5–6 MiB of them at once (2.5 MiB on a CPU of its own) and peaked at
-// 60–67 MiB (median 64). A server with a memory budget sets a soft limit
-// (GOMEMLIMIT, or runtime/debug.SetMemoryLimit) a little under it (a 56
-// MiB limit held that crowd at 57–60 MiB resident at the most, in ten
-// runs of ten on a CPU of its own), and sizes its calls so that what
-// they keep live, stacks included, stays well below the limit: the
-// collector then runs more often instead of letting the heap double,
-// while a limit at or below what is live makes it run all the time,
-// slowing every call, and is exceeded anyway (see BENCHMARKS.md).
+// 59–68 MiB resident (median 64). A server with a memory budget sets a
+// soft limit (GOMEMLIMIT, or runtime/debug.SetMemoryLimit) a little under
+// it: a 56 MiB limit held that crowd at 59.6–61.2 MiB resident at the
+// most, in sixteen runs of sixteen sharing the two CPUs, and the other
+// clients' p99 round trip within 1.2 times a run without the crowd. It
+// sizes its calls so that what they keep live, stacks included, stays
+// well below the limit: the collector then runs more often instead of
+// letting the heap double, while a limit at or below what is live makes
+// it run all the time, slowing every call, and is exceeded anyway (see
+// BENCHMARKS.md).
 //
 // # Observability
 //

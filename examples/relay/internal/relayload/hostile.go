@@ -106,7 +106,7 @@ func hostile(ctx context.Context, rp *relayProc, n int, baseline []time.Duration
 			results <- outcome{kind, websocket.CloseStatus(err), ""}
 		})
 	}
-	during, err := roundTrips(ctx, *active, *frames, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
+	during, err := inRounds(ctx, *active, *frames, *ovRounds, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,12 @@
 //     this process, where the model runs too, and from the relay's
 //     process, on the relay's own client without the WebSocket in front
 //     (the like-for-like: the model in another process, as SageMaker is
-//     for both);
+//     for both). The relayed round trips and the relay process's own
+//     alternate in rounds (-overhead-rounds, sharing -frames, each with
+//     new sessions), so that a host whose speed drifts during the run
+//     moves both alike; every other set of round trips compared with
+//     them (with the crowd, during the hostile phase) is measured in the
+//     same rounds;
 //   - CPU: the relay process's CPU time per audio session-minute;
 //   - a crowd of clients that never read, flooded with replies until the
 //     relay's queue to each is at its bound (the relay's sockets get a
@@ -75,6 +80,7 @@ var (
 	idle     = flag.Int("idle", 1000, "clients that never read")
 	active   = flag.Int("active", 20, "clients doing paced round trips")
 	frames   = flag.Int("frames", 250, "round trips per active client (20 ms apart)")
+	ovRounds = flag.Int("overhead-rounds", 5, "rounds the relayed round trips and the same on sessions of the relay's own process alternate in, sharing -frames (the relay's overhead, like for like)")
 	heapProf = flag.String("heapprofile", "", "write the relay's heap profile with the crowd connected to this `file`")
 	memRate  = flag.Int("memprofilerate", 0, "the relay process's runtime.MemProfileRate for -heapprofile (0: the runtime's, one sample per 512 KiB; 1: every allocation)")
 	hostileN = flag.Int("hostile", 1000, "half-open sockets in the hostile phase (0 skips it); a fifth as many slowloris upgrades")
@@ -352,19 +358,13 @@ func drive() error {
 		rp.cmd.Process.Pid, rp.addr, *delay, *active, *frames)
 
 	// Overhead: the same paced round trips, direct and through the relay.
-	direct, err := roundTrips(ctx, *active, *frames, func(ctx context.Context) (echoer, error) { return openDirect(ctx, srv.Client()) })
+	direct, err := inRounds(ctx, *active, *frames, *ovRounds, func(ctx context.Context) (echoer, error) { return openDirect(ctx, srv.Client()) })
 	if err != nil {
 		return fmt.Errorf("direct: %w", err)
 	}
-	before, _ := rp.stats(true)
-	relayed, err := roundTrips(ctx, *active, *frames, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
+	relayed, inRelay, cpu, err := overhead(ctx, rp, *active, *frames, *ovRounds)
 	if err != nil {
-		return fmt.Errorf("relayed: %w", err)
-	}
-	after, _ := rp.stats(true)
-	inRelay, err := rp.directRoundTrips(*active, *frames)
-	if err != nil {
-		return fmt.Errorf("direct, in the relay's process: %w", err)
+		return err
 	}
 	report("direct session", direct)
 	report("direct, in the relay's process", inRelay)
@@ -376,7 +376,6 @@ func drive() error {
 		ratio(relayed, inRelay, 50), ratio(relayed, inRelay, 99),
 		(pct(relayed, 50) - pct(inRelay, 50)).Round(time.Microsecond), (pct(relayed, 99) - pct(inRelay, 99)).Round(time.Microsecond))
 	sessMin := float64(*active) * float64(*frames) * 0.020 / 60
-	cpu := after.CPU - before.CPU
 	fmt.Printf("relay CPU: %v for %.2f audio session-minutes = %.3f CPU-s per session-minute (relay process, its bidi sessions included)\n",
 		cpu, sessMin, cpu.Seconds()/sessMin)
 
@@ -438,7 +437,7 @@ func drive() error {
 		}
 	}
 	beforeLoaded, _ := rp.stats(false)
-	loaded, err := roundTrips(ctx, *active, *frames, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
+	loaded, err := inRounds(ctx, *active, *frames, *ovRounds, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
 	if err != nil {
 		return fmt.Errorf("loaded: %w", err)
 	}
@@ -448,7 +447,7 @@ func drive() error {
 	// The same round trips without the relay while the crowd is there:
 	// what the crowd costs the model and the clients' own process (they
 	// share this one, and its cores), which the relay does not cause.
-	directLoaded, err := roundTrips(ctx, *active, *frames, func(ctx context.Context) (echoer, error) { return openDirect(ctx, srv.Client()) })
+	directLoaded, err := inRounds(ctx, *active, *frames, *ovRounds, func(ctx context.Context) (echoer, error) { return openDirect(ctx, srv.Client()) })
 	if err != nil {
 		return fmt.Errorf("direct, loaded: %w", err)
 	}
@@ -461,7 +460,7 @@ func drive() error {
 	fmt.Printf("relay CPU with the crowd: %v for %.2f audio session-minutes = %.3f CPU-s per session-minute\n",
 		cpu, sessMin, cpu.Seconds()/sessMin)
 	st2, _ := rp.stats(true)
-	fmt.Printf("relay after the loaded run: RSS %.1f MiB, heap %.1f MiB\n", mib(st2.RSS), mib(int64(st2.HeapInuse)))
+	fmt.Printf("relay after the loaded run: RSS %.1f MiB (the most since it started %.1f MiB), heap %.1f MiB\n", mib(st2.RSS), mib(st2.PeakRSS), mib(int64(st2.HeapInuse)))
 	crowd.close()
 
 	if *hostileN > 0 {
@@ -539,6 +538,82 @@ func (w wsEcho) roundTrip(ctx context.Context, f []byte) error {
 }
 
 func (w wsEcho) close() { w.c.CloseNow() }
+
+// overhead measures the relay's cost like for like: n clients' paced
+// round trips through the relay, and as many on sessions the relay's
+// process opens itself (directRoundTrips: the session the relay uses,
+// without the WebSocket in front), alternating in rounds that share
+// frames, each path first in every other round, so that a host whose
+// speed drifts during the run moves both alike. It returns every round
+// trip of each, sorted, and the relay's CPU time during the relayed
+// rounds.
+func overhead(ctx context.Context, rp *relayProc, n, frames, rounds int) (relayed, inRelay []time.Duration, cpu time.Duration, err error) {
+	for r, f := range roundFrames(frames, rounds) {
+		relay := func() error {
+			before, _ := rp.stats(true)
+			d, err := roundTrips(ctx, n, f, func(ctx context.Context) (echoer, error) { return openRelayed(ctx, rp.addr, "load") })
+			if err != nil {
+				return fmt.Errorf("relayed: %w", err)
+			}
+			after, _ := rp.stats(true)
+			cpu += after.CPU - before.CPU
+			relayed = append(relayed, d...)
+			return nil
+		}
+		direct := func() error {
+			d, err := rp.directRoundTrips(n, f)
+			if err != nil {
+				return fmt.Errorf("direct, in the relay's process: %w", err)
+			}
+			inRelay = append(inRelay, d...)
+			return nil
+		}
+		first, second := relay, direct
+		if r%2 == 1 {
+			first, second = direct, relay
+		}
+		if err := first(); err != nil {
+			return nil, nil, 0, err
+		}
+		if err := second(); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	slices.Sort(relayed)
+	slices.Sort(inRelay)
+	return relayed, inRelay, cpu, nil
+}
+
+// roundFrames splits frames into rounds (at most one per frame): how
+// many frames each round has. Every figure that is compared with
+// another is measured in the same rounds (inRounds), each with new
+// sessions, so that a p99 is compared with a p99 of the same shape.
+func roundFrames(frames, rounds int) []int {
+	rounds = max(1, min(rounds, frames))
+	fs := make([]int, rounds)
+	for r := range fs {
+		fs[r] = frames / rounds
+		if r < frames%rounds {
+			fs[r]++
+		}
+	}
+	return fs
+}
+
+// inRounds is roundTrips in the rounds of roundFrames, one after
+// another; it returns every round trip, sorted.
+func inRounds(ctx context.Context, n, frames, rounds int, open func(context.Context) (echoer, error)) ([]time.Duration, error) {
+	var all []time.Duration
+	for _, f := range roundFrames(frames, rounds) {
+		d, err := roundTrips(ctx, n, f, open)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, d...)
+	}
+	slices.Sort(all)
+	return all, nil
+}
 
 // roundTrips runs n clients, each sending a frame every 20 ms and timing
 // its echo, and returns every round trip.
