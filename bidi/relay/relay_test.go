@@ -375,24 +375,35 @@ func TestHooks(t *testing.T) {
 // with 1008 once the queue is full.
 func TestOverflowClose(t *testing.T) {
 	aborted := make(chan string, 1)
+	taken := make(chan struct{}, 16)
 	testHookAbort = func(kind string) { aborted <- kind }
-	defer func() { testHookAbort = nil }()
+	testHookPush = func(toModel bool, _ int, _ bool) {
+		if toModel {
+			taken <- struct{}{}
+		}
+	}
+	// Reset after the env's cleanup (cleanups run last first), once the
+	// relay's goroutines, which read the hooks, are gone.
+	t.Cleanup(func() { testHookAbort, testHookPush = nil, nil })
 	e := newEnv(t, nil, &Options{ToClientQueueBytes: 4 << 10, ToModelQueueBytes: 16 << 20}, nil)
 	c := e.dial(t)
 	e.gate.close()
 	msg := make([]byte, 1000)
+	// Each message once the relay took the one before, so that the
+	// client is never further ahead than the relay reads while it closes
+	// (see TestBlockedSendHandsReadingOn).
 loop:
 	for {
+		if err := c.Write(t.Context(), websocket.MessageBinary, msg); err != nil {
+			t.Fatal(err)
+		}
 		select {
+		case <-taken:
 		case kind := <-aborted:
 			if kind != KindOverflow {
 				t.Fatalf("aborted with %s", kind)
 			}
 			break loop
-		default:
-		}
-		if err := c.Write(t.Context(), websocket.MessageBinary, msg); err != nil {
-			t.Fatal(err)
 		}
 	}
 	e.gate.open()
@@ -516,11 +527,23 @@ func TestShutdown(t *testing.T) {
 
 // A model whose Send blocks does not stop the relay from reading its
 // client: the message being sent hands the reading on, the next ones
-// fill the queue, and OverflowClose closes with "model too slow".
+// fill the queue, and OverflowClose closes with "model too slow". The
+// client writes each message once the relay has taken the one before
+// (testHookPush): a client that ran ahead by more than the relay reads
+// while it closes (closeReadLimit) would have its connection reset, as
+// the relay's close handshake is bounded.
 func TestBlockedSendHandsReadingOn(t *testing.T) {
 	aborted := make(chan string, 1)
+	taken := make(chan struct{}, 16)
 	testHookAbort = func(kind string) { aborted <- kind }
-	defer func() { testHookAbort = nil }()
+	testHookPush = func(toModel bool, _ int, _ bool) {
+		if toModel {
+			taken <- struct{}{}
+		}
+	}
+	// Reset after the env's cleanup (cleanups run last first), once the
+	// relay's goroutines, which read the hooks, are gone.
+	t.Cleanup(func() { testHookAbort, testHookPush = nil, nil })
 	e := newEnv(t, nil, &Options{
 		ToModelQueueBytes: 4 << 10,
 		Open: func(context.Context, *bidi.OpenInput) (Model, error) {
@@ -530,18 +553,22 @@ func TestBlockedSendHandsReadingOn(t *testing.T) {
 	c := e.dial(t)
 	msg := make([]byte, 1000)
 	for i := 0; ; i++ {
+		if err := c.Write(t.Context(), websocket.MessageBinary, msg); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
 		select {
+		case <-taken:
+			continue
 		case kind := <-aborted:
 			if kind != KindOverflow {
 				t.Fatalf("aborted with %s", kind)
 			}
+			if i < (4<<10)/1000 {
+				t.Fatalf("aborted after %d messages, before the queue could be full", i+1)
+			}
 			_, err := readUntilClose(t, c)
 			wantClose(t, err, websocket.StatusPolicyViolation, "model too slow")
 			return
-		default:
-		}
-		if err := c.Write(t.Context(), websocket.MessageBinary, msg); err != nil {
-			t.Fatalf("write %d: %v", i, err)
 		}
 	}
 }
