@@ -10,12 +10,12 @@ import (
 // A call's supervision holds no goroutine while the call runs: its
 // timers are time.AfterFuncs, the Handler's Shutdown and Close reach it
 // through the Handler's list of calls (drain, closeNow), and the pumps
-// report their ends. The event
-// that ends the call (an abort, or the model's end delivered to the
-// client) sets over and starts cleanup, which closes and releases
-// everything and waits for the pumps. Events take supMu only to read or
-// set its fields, and never while calling into the queues, abort or
-// endInput (which may start a pump: see spawn).
+// report their ends. The event that ends the call (an abort, or the
+// model's end delivered to the client) sets over and starts cleanup,
+// which closes and releases everything and waits for the pumps. Events
+// take supMu only to read or set its fields, and never while calling
+// into the queues, abort or endInput (which may start a pump: see
+// spawn).
 
 // start relays the call over ws: it starts the two long-lived pumps and
 // arms the timers. It returns at once; the call then runs on its own
