@@ -151,3 +151,27 @@ func TestCallsUnlistedAtTheirEnd(t *testing.T) {
 		}
 	})
 }
+
+// A request that passed the Handler's first check while Close began is
+// refused when it would join the calls: 503 "shutting down", nothing
+// opened, no call listed. (endCalls alone sets what Close sets for the
+// calls, without the flag that refuses requests up front.)
+func TestTrackRefusedOnceClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		opening, release := make(chan struct{}, 1), make(chan struct{})
+		e := newBubbleEnv(t, nil, &Options{PingInterval: -1}, gatedOpen(opening, release))
+		e.h.endCalls(true)
+		_, resp, err := websocket.Dial(t.Context(), e.url(), &websocket.DialOptions{HTTPClient: e.web})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("dial after the calls were ended: %v, %v; want 503", err, resp)
+		}
+		select {
+		case <-opening:
+			t.Fatal("a model was opened for a request refused as shutting down")
+		default:
+		}
+		if n := trackedCalls(e.h); n != 0 || e.h.Active() != 0 {
+			t.Fatalf("%d calls listed, %d active, want none", n, e.h.Active())
+		}
+	})
+}
