@@ -134,15 +134,15 @@ func TestEveryFlagHasAnExample(t *testing.T) {
 	}
 }
 
-// TestRotatingCall runs the demo of issue 19: 3 s of paced audio on a
-// RotatingSession whose streams are replaced after 1 s (the demo server
-// caps them at 3 s), with a stream reset in the middle and a replay
-// window of 2 s, ended with Finish. Every chunk's partial result is
+// TestRotatingCall runs the demo of issue 19: 3 s of audio paced at twice
+// real time on a RotatingSession whose streams are replaced after 500 ms
+// (the demo server caps them at 1.5 s), with a stream reset in the middle
+// and a replay window of 2 s, ended with Finish. Every chunk's partial result is
 // printed once, at its place on the call's timeline, in order; the
 // rotations and the replay are reported.
 func TestRotatingCall(t *testing.T) {
 	t.Parallel() // paced in real time: mostly waiting
-	got, _ := runAudio(t, "-seconds", "3", "-chunk-ms", "100", "-rotate-after", "1s")
+	got, _ := runAudio(t, "-seconds", "3", "-chunk-ms", "100", "-speed", "2", "-rotate-after", "500ms")
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`== stream 1 -> 2 \(age\) at`),
 		regexp.MustCompile(`\((early end|overlap fault)\) at [0-9.]+s of audio, after .*reset.*, [0-9]+ chunks replayed`),

@@ -406,6 +406,7 @@ func TestGarbageForwardedAsIs(t *testing.T) {
 // A container that never answers pings is given up after the configured
 // number of missed pongs; the client gets a ModelStreamError.
 func TestPingTimeout(t *testing.T) {
+	t.Parallel() // mostly waiting: ping intervals
 	for _, query := range []string{"mode=echo&no_pong=true", "mode=echo&deaf_after=0&hold=1m"} {
 		t.Run(query, func(t *testing.T) {
 			g := startGateway(t, sampleContainer(t, model.Options{}), func(c *bridge.Config) {
@@ -433,6 +434,7 @@ func TestPingTimeout(t *testing.T) {
 
 // A container that answers pings keeps its session through many intervals.
 func TestPingsAnswered(t *testing.T) {
+	t.Parallel() // mostly waiting: 15 ping intervals
 	g := startGateway(t, sampleContainer(t, model.Options{}), func(c *bridge.Config) {
 		c.PingInterval = 20 * time.Millisecond
 		c.MaxMissedPongs = 5

@@ -348,6 +348,7 @@ func TestPingFrames(t *testing.T) {
 // gateway does not count intervals during which it waits for the client
 // (the pongs are then queued behind data it cannot read yet).
 func TestSlowClientIsNotAPingTimeout(t *testing.T) {
+	t.Parallel() // mostly waiting: the client's slow start
 	rc := newRawContainer(t)
 	g := startGateway(t, rc.url, func(c *bridge.Config) {
 		c.PingInterval = 25 * time.Millisecond
@@ -399,6 +400,7 @@ func TestSlowClientIsNotAPingTimeout(t *testing.T) {
 // CPU hogs in TestSlowClientIsNotAPingTimeout: "did not answer 4
 // WebSocket pings" while it read the slow client's backlog).
 func TestStreamingContainerIsNotAPingTimeout(t *testing.T) {
+	t.Parallel() // mostly waiting: a second of lockstep frames, then eight ping intervals
 	rc := newRawContainer(t)
 	g := startGateway(t, rc.url, func(c *bridge.Config) {
 		// 8 intervals of 50 ms: a turn of the lockstep below (the

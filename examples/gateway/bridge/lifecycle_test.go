@@ -17,6 +17,7 @@ import (
 // 250 ms is refused as SageMaker refuses it, and the message names the
 // limit.
 func TestAcceptDeadline(t *testing.T) {
+	t.Parallel() // mostly waiting: SageMaker's 250 ms accept limit
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +132,7 @@ func TestShutdownAbortsAfterGrace(t *testing.T) {
 // client gets an InternalStreamFailure and may open a new stream at once;
 // the container's WebSocket is closed with 1001 "connection cap reached".
 func TestConnectionCap(t *testing.T) {
+	t.Parallel() // mostly waiting: the 300 ms cap
 	rc := newRawContainer(t)
 	g := startGateway(t, rc.url, func(c *bridge.Config) { c.MaxStreamAge = 300 * time.Millisecond })
 	c := g.client(t)

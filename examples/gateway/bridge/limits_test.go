@@ -54,6 +54,7 @@ func loopbackListener(t *testing.T) net.Listener {
 // The descriptor limit reached for a while does not stop the gateway: it
 // serves sessions afterwards and stays healthy (Done open).
 func TestGatewayAcceptRecovers(t *testing.T) {
+	t.Parallel() // mostly waiting: the accept loop's backoff
 	ln := &failingListener{Listener: loopbackListener(t), temporary: 6}
 	g := startGateway(t, sampleContainer(t, model.Options{Defaults: "mode=echo"}), func(c *bridge.Config) { c.Listener = ln })
 	sess := open(t, g.client(t), bidi.OpenInput{})
