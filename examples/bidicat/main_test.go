@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,6 +32,13 @@ var binPath string
 const runTimeout = 30 * time.Second
 
 func TestMain(m *testing.M) {
+	// The parallel tests mostly wait for the binary's timers (a second of
+	// -linger, paced input): run them all at once, not GOMAXPROCS at a
+	// time, unless -test.parallel says otherwise.
+	flag.Parse()
+	if !flagGiven("test.parallel") {
+		flag.Set("test.parallel", "8")
+	}
 	dir, err := os.MkdirTemp("", "bidicat-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -47,6 +55,13 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	testexit.Exit(code)
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // result is what one run of the binary produced.
