@@ -112,15 +112,7 @@ func (d *chunkDecoder) decodeChat(data []byte, c *ChatCompletionChunk) bool {
 			return
 		}
 		if string(key) == "choices" {
-			if f.first(4) {
-				if c.Choices == nil && r.ws() == '[' {
-					c.Choices = []ChatChunkChoice{} // [] decodes as empty, not nil
-				}
-				r.array(func() {
-					c.Choices = append(c.Choices, ChatChunkChoice{})
-					d.chatChoice(&c.Choices[len(c.Choices)-1])
-				})
-			}
+			readChoices(&f, &c.Choices, d.chatChoice)
 			return
 		}
 		f.unknown(key, headFields)
@@ -141,15 +133,7 @@ func (d *chunkDecoder) decodeText(data []byte, c *TextCompletion) bool {
 		}
 		switch string(key) {
 		case "choices":
-			if f.first(4) {
-				if c.Choices == nil && r.ws() == '[' {
-					c.Choices = []TextChoice{} // [] decodes as empty, not nil
-				}
-				r.array(func() {
-					c.Choices = append(c.Choices, TextChoice{})
-					d.textChoice(&c.Choices[len(c.Choices)-1])
-				})
-			}
+			readChoices(&f, &c.Choices, d.textChoice)
 		case "kv_transfer_params":
 			f.onlyNull(8)
 		default:
@@ -196,6 +180,22 @@ type chunkHead struct {
 	usage                                **Usage
 }
 
+// readChoices reads the choices member of a chunk (field 4 of
+// headFields) into *list, each element with read.
+func readChoices[T any](f *fields, list *[]T, read func(*T)) {
+	if !f.first(4) {
+		return
+	}
+	r := f.r
+	if *list == nil && r.ws() == '[' {
+		*list = []T{} // [] decodes as empty, not nil
+	}
+	r.array(func() {
+		*list = append(*list, *new(T))
+		read(&(*list)[len(*list)-1])
+	})
+}
+
 // readUsage reads a usage object into the decoder's storage; null reads
 // as nil.
 func (d *chunkDecoder) readUsage() *Usage {
@@ -239,20 +239,11 @@ func (d *chunkDecoder) chatChoice(ch *ChatChunkChoice) {
 	r := &d.r
 	f := fields{r: r}
 	r.object(func(key []byte) {
-		switch string(key) {
-		case "index":
-			f.integer(0, &ch.Index)
-		case "delta":
+		switch {
+		case d.choiceField(key, &f, &ch.Index, &ch.FinishReason, &ch.StopReason):
+		case string(key) == "delta":
 			if f.first(1) {
 				d.delta(&ch.Delta)
-			}
-		case "logprobs":
-			f.onlyNull(2)
-		case "finish_reason":
-			f.str(3, &ch.FinishReason, &d.finish)
-		case "stop_reason":
-			if f.first(4) {
-				ch.StopReason = d.stopReason()
 			}
 		default:
 			f.unknown(key, chatChoiceField)
@@ -294,25 +285,38 @@ func (d *chunkDecoder) textChoice(ch *TextChoice) {
 	r := &d.r
 	f := fields{r: r}
 	r.object(func(key []byte) {
-		switch string(key) {
-		case "index":
-			f.integer(0, &ch.Index)
-		case "text":
+		switch {
+		case d.choiceField(key, &f, &ch.Index, &ch.FinishReason, &ch.StopReason):
+		case string(key) == "text":
 			f.str(1, &ch.Text, &d.text)
-		case "logprobs":
-			f.onlyNull(2)
-		case "finish_reason":
-			f.str(3, &ch.FinishReason, &d.finish)
-		case "stop_reason":
-			if f.first(4) {
-				ch.StopReason = d.stopReason()
-			}
-		case "prompt_logprobs":
+		case string(key) == "prompt_logprobs":
 			f.onlyNull(5)
 		default:
 			f.unknown(key, textChoiceField)
 		}
 	})
+}
+
+// choiceField reads the member key into the fields that chat and text
+// choices share (index, logprobs, finish_reason and stop_reason, at the
+// same places in chatChoiceField and textChoiceField) if it is one of
+// them, and reports whether it was.
+func (d *chunkDecoder) choiceField(key []byte, f *fields, index *int, finish *string, stop *StringOrNumber) bool {
+	switch string(key) {
+	case "index":
+		f.integer(0, index)
+	case "logprobs":
+		f.onlyNull(2)
+	case "finish_reason":
+		f.str(3, finish, &d.finish)
+	case "stop_reason":
+		if f.first(4) {
+			*stop = d.stopReason()
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // stopReason reads a [StringOrNumber]: a string, a number kept as its
