@@ -694,75 +694,15 @@ func beforeCredentialsExpire(t *testing.T) {
 // reported per call; after Close no goroutine of package bidi is left and
 // the heap is back where it was.
 //
-// Its model is drainingEcho, which answers what it was sent before the
-// input ended, so the streams' quiet periods can be short: a quiet period
-// long enough for 50 calls under the race detector on a saturated host
-// (5 s) was most of this test's time. That no reply is lost to an input
-// ended while the model is still answering (StampedEcho drops those, as
-// SageMaker does) is asserted, on exact time, by
-// TestRotationPacedAudioTwoHours and TestRotationReplayAfterFaults.
+// Its streams ask StampedEcho to drain (drain=true: it answers what it
+// was sent before the input ended), so their quiet periods can be short:
+// a quiet period long enough for 50 calls under the race detector on a
+// saturated host (5 s) was most of this test's time. That no reply is
+// lost to an input ended while the model is still answering (without
+// drain, StampedEcho drops those, as SageMaker does) is asserted, on
+// exact time, by TestRotationPacedAudioTwoHours and
+// TestRotationReplayAfterFaults.
 const manyCallsQuiet = 50 * time.Millisecond
-
-// drainingEcho is StampedEcho(delay, reset) with one difference: when the
-// input ends, it sends the replies still queued, each when due, and only
-// then ends the stream. A reset (reset returns true) still loses them.
-func drainingEcho(delay time.Duration, reset func(st *biditest.Stream, seq int) bool) biditest.Handler {
-	return biditest.HandlerFunc(func(st *biditest.Stream) {
-		if st.Accept() != nil {
-			return
-		}
-		start := time.Now()
-		type reply struct {
-			due time.Time
-			m   bidi.Message
-		}
-		queue := make(chan reply, 4096)
-		sent := make(chan struct{})
-		go func() {
-			defer close(sent)
-			for r := range queue {
-				select {
-				case <-time.After(time.Until(r.due)):
-				case <-st.Context().Done():
-					return
-				}
-				if st.Send(r.m) != nil {
-					return
-				}
-			}
-		}()
-		defer func() {
-			close(queue)
-			<-sent
-		}()
-		var off int64
-		for seq := 0; ; seq++ {
-			m, err := st.Recv()
-			if err != nil {
-				return // the input ended: the deferred close drains the queue
-			}
-			at := time.Now()
-			if reset != nil && reset(st, seq) {
-				st.Reset()
-			}
-			out := m
-			if m.Type == bidi.DataTypeBinary {
-				// A biditest.Stamp: clock, sequence number and offset as
-				// 64-bit big-endian integers, then the data.
-				b := binary.BigEndian.AppendUint64(nil, uint64(at.Sub(start)))
-				b = binary.BigEndian.AppendUint64(b, uint64(seq))
-				b = binary.BigEndian.AppendUint64(b, uint64(off))
-				out = bidi.Binary(append(b, m.Data...))
-				off += int64(len(m.Data))
-			}
-			select {
-			case queue <- reply{due: at.Add(delay), m: out}:
-			case <-st.Context().Done():
-				return
-			}
-		}
-	})
-}
 
 func TestRotationManyCalls(t *testing.T) {
 	const (
@@ -771,7 +711,7 @@ func TestRotationManyCalls(t *testing.T) {
 	)
 	waitNoBidiGoroutines(t, 5*time.Second) // other tests' leftovers
 	var resets sync.Map                    // endpoint name -> reset done
-	srv := newServer(t, drainingEcho(acceptDelay, func(st *biditest.Stream, seq int) bool {
+	srv := newServer(t, biditest.StampedEcho(acceptDelay, func(st *biditest.Stream, seq int) bool {
 		if seq != 5+len(st.EndpointName)%5 {
 			return false
 		}
@@ -809,11 +749,11 @@ func TestRotationManyCalls(t *testing.T) {
 	halfway := make(chan struct{}, calls)
 	for c := range calls {
 		// A short FinishQuiet, for the call and its streams rotated
-		// away from: drainingEcho answers what it has queued when the
-		// input ends.
+		// away from: with drain=true, StampedEcho answers what it has
+		// queued when the input ends.
 		r := &bidi.Rotation{After: acceptAfter, ReplayWindow: 5 * time.Second, Backoff: func(int) time.Duration { return 0 }, FinishQuiet: manyCallsQuiet}
 		start, items := receiveAll(r, 1<<12)
-		rs, err := client.OpenRotating(ctx, &bidi.OpenInput{EndpointName: fmt.Sprintf("call-%d", c)}, r)
+		rs, err := client.OpenRotating(ctx, &bidi.OpenInput{EndpointName: fmt.Sprintf("call-%d", c), ModelQueryString: "drain=true"}, r)
 		if err != nil {
 			t.Fatalf("OpenRotating %d: %v", c, err)
 		}

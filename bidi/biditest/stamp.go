@@ -3,6 +3,8 @@ package biditest
 import (
 	"encoding/binary"
 	"errors"
+	"io"
+	"net/url"
 	"time"
 
 	"github.com/sagemaker-bidi/sagemaker-bidi/bidi"
@@ -16,7 +18,10 @@ import (
 // container behind SageMaker, whose connection closes when the client's
 // input ends, it drops the replies not yet sent when the input ends (the
 // end frame): a client that wants them all must keep its input open
-// until the model is quiet ([bidi.Session.Finish]).
+// until the model is quiet ([bidi.Session.Finish]). A stream whose
+// ModelQueryString has drain=true models a container that finishes
+// answering before it closes instead: when the input ends, it sends the
+// replies still queued, each when due, and then ends its response.
 //
 // reset, if not nil, is called in the handler after each message arrives
 // with the stream's Stream and the message's number on it (from 0); when
@@ -28,9 +33,12 @@ func StampedEcho(delay time.Duration, reset func(st *Stream, seq int) bool) Hand
 			return
 		}
 		start := time.Now()
+		q, _ := url.ParseQuery(st.ModelQueryString)
+		drain := q.Get("drain") == "true"
 		type reply struct {
-			due time.Time
-			m   bidi.Message
+			due  time.Time
+			m    bidi.Message
+			last bool // no reply: the input ended, with drain=true
 		}
 		queue := make(chan reply, 4096) // full: the reader waits, and so does the client
 		stop, done := make(chan struct{}), make(chan struct{})
@@ -41,6 +49,9 @@ func StampedEcho(delay time.Duration, reset func(st *Stream, seq int) bool) Hand
 				select {
 				case r = <-queue:
 				case <-stop:
+					return
+				}
+				if r.last {
 					return
 				}
 				t := time.NewTimer(time.Until(r.due))
@@ -62,8 +73,18 @@ func StampedEcho(delay time.Duration, reset func(st *Stream, seq int) bool) Hand
 		var off int64
 		for seq := 0; ; seq++ {
 			m, err := st.Recv()
+			if err != nil && drain && errors.Is(err, io.EOF) {
+				// The input ended: the replies queued are sent before
+				// the response ends.
+				select {
+				case queue <- reply{last: true}:
+					<-done
+				case <-done:
+				}
+				return
+			}
 			if err != nil {
-				return // the input ended: what was not sent is dropped
+				return // the input ended (or the stream failed): what was not sent is dropped
 			}
 			at := time.Now()
 			if reset != nil && reset(st, seq) {
