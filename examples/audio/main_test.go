@@ -137,9 +137,9 @@ func TestEveryFlagHasAnExample(t *testing.T) {
 // TestRotatingCall runs the demo of issue 19: 3 s of audio paced at twice
 // real time on a RotatingSession whose streams are replaced after 500 ms
 // (the demo server caps them at 1.5 s), with a stream reset in the middle
-// and a replay window of 2 s, ended with Finish. Every chunk's partial result is
-// printed once, at its place on the call's timeline, in order; the
-// rotations and the replay are reported.
+// and a replay window of 2 s, ended with Finish. Every chunk's partial
+// result is printed once, at its place on the call's timeline, in order;
+// the rotations and the replay are reported.
 func TestRotatingCall(t *testing.T) {
 	t.Parallel() // paced in real time: mostly waiting
 	got, _ := runAudio(t, "-seconds", "3", "-chunk-ms", "100", "-speed", "2", "-rotate-after", "500ms")
