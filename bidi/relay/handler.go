@@ -47,10 +47,9 @@ type Handler struct {
 	opts      Options
 	obs       *observer
 
-	slots    chan struct{} // one token per call in progress (MaxClients)
-	wg       sync.WaitGroup
-	watch    watchdog    // hands off the calls' blocked deliveries
-	stopping atomic.Bool // Shutdown or Close was called: requests are refused
+	slots chan struct{} // one token per call in progress (MaxClients)
+	wg    sync.WaitGroup
+	watch watchdog // hands off the calls' blocked deliveries
 
 	// The calls from before their model is opened to their cleanup, so
 	// that Shutdown and Close reach them (see track): a list through the
@@ -59,7 +58,7 @@ type Handler struct {
 	// hundred bytes). Guarded by callsMu, as are draining and closed.
 	callsMu  sync.Mutex
 	calls    *call
-	draining bool // Shutdown or Close was called: started calls end gracefully
+	draining bool // Shutdown or Close was called: requests are refused, started calls end gracefully
 	closed   bool // Close was called: calls end at once, opens are cancelled
 }
 
@@ -106,7 +105,6 @@ func (h *Handler) Active() int { return len(h.slots) }
 // call is over, or with ctx's error, after which it ends the calls still
 // running at once, as Close does.
 func (h *Handler) Shutdown(ctx context.Context) error {
-	h.stopping.Store(true)
 	for _, c := range h.endCalls(false) {
 		c.drain()
 	}
@@ -127,7 +125,6 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 // 1001 "going away" and model sessions are closed. It waits for the
 // calls' goroutines to exit.
 func (h *Handler) Close() error {
-	h.stopping.Store(true)
 	for _, c := range h.endCalls(true) {
 		c.closeNow()
 	}
@@ -148,7 +145,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, http.StatusForbidden, "origin not allowed")
 		return
 	}
-	if h.stopping.Load() {
+	if h.isDraining() {
 		h.refuse(w, http.StatusServiceUnavailable, "shutting down")
 		return
 	}
@@ -266,6 +263,13 @@ func (h *Handler) untrack(c *call) {
 		c.next.prev = c.prev
 	}
 	c.prev, c.next = nil, nil
+}
+
+// isDraining reports whether Shutdown or Close was called.
+func (h *Handler) isDraining() bool {
+	h.callsMu.Lock()
+	defer h.callsMu.Unlock()
+	return h.draining
 }
 
 // endCalls records that Shutdown (closed false) or Close (closed true)

@@ -152,19 +152,40 @@ func TestCallsUnlistedAtTheirEnd(t *testing.T) {
 	})
 }
 
-// A request that passed the Handler's first check while Close began is
+// A request that passed the Handler's first check before Close began is
 // refused when it would join the calls: 503 "shutting down", nothing
-// opened, no call listed. (endCalls alone sets what Close sets for the
-// calls, without the flag that refuses requests up front.)
+// opened, no call listed, and Close returns once it was answered. The
+// request is held in its authorization while Close runs.
 func TestTrackRefusedOnceClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		opening, release := make(chan struct{}, 1), make(chan struct{})
 		e := newBubbleEnv(t, nil, &Options{PingInterval: -1}, gatedOpen(opening, release))
-		e.h.endCalls(true)
-		_, resp, err := websocket.Dial(t.Context(), e.url(), &websocket.DialOptions{HTTPClient: e.web})
-		if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
-			t.Fatalf("dial after the calls were ended: %v, %v; want 503", err, resp)
+		authorizing, authorized := make(chan struct{}), make(chan struct{})
+		authorize := e.h.authorize
+		e.h.authorize = func(r *http.Request) (*bidi.OpenInput, error) {
+			close(authorizing)
+			<-authorized
+			return authorize(r)
 		}
+		type dialed struct {
+			resp *http.Response
+			err  error
+		}
+		dial := make(chan dialed, 1)
+		go func() {
+			_, resp, err := websocket.Dial(t.Context(), e.url(), &websocket.DialOptions{HTTPClient: e.web})
+			dial <- dialed{resp, err}
+		}()
+		<-authorizing
+		closed := make(chan struct{})
+		go func() { e.h.Close(); close(closed) }()
+		synctest.Wait() // Close waits for the request
+		close(authorized)
+		d := <-dial
+		if d.err == nil || d.resp == nil || d.resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("dial while Close ran: %v, %v; want 503", d.err, d.resp)
+		}
+		<-closed
 		select {
 		case <-opening:
 			t.Fatal("a model was opened for a request refused as shutting down")
