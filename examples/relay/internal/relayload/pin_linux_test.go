@@ -69,3 +69,16 @@ func cpuSet(t *testing.T, list string) unix.CPUSet {
 	}
 	return set
 }
+
+// parseCPUs takes comma-separated CPU numbers and refuses anything else.
+func TestParseCPUs(t *testing.T) {
+	set, err := parseCPUs("0,2")
+	if err != nil || set.Count() != 2 || !set.IsSet(0) || !set.IsSet(2) {
+		t.Fatalf(`parseCPUs("0,2") = %d CPUs, %v`, set.Count(), err)
+	}
+	for _, bad := range []string{"", "x", "-1", "1,,2", "1 ,2", "100000"} {
+		if _, err := parseCPUs(bad); err == nil {
+			t.Errorf("parseCPUs(%q): no error", bad)
+		}
+	}
+}
